@@ -1,0 +1,45 @@
+-- Queue policies (src/queue/queues.ts).
+
+-- name: QueuePut
+INSERT INTO :SCHEMA.queue AS q (
+  name, concurrency, per_key_concurrency, max_per_key, max_pending, max_attempts,
+  backoff_base_ms, backoff_max_ms, backoff_jitter, lease_seconds, retry_after_seconds, paused)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+ON CONFLICT (name) DO UPDATE SET
+  concurrency = excluded.concurrency,
+  per_key_concurrency = excluded.per_key_concurrency,
+  max_per_key = excluded.max_per_key,
+  max_pending = excluded.max_pending,
+  max_attempts = excluded.max_attempts,
+  backoff_base_ms = excluded.backoff_base_ms,
+  backoff_max_ms = excluded.backoff_max_ms,
+  backoff_jitter = excluded.backoff_jitter,
+  lease_seconds = excluded.lease_seconds,
+  retry_after_seconds = excluded.retry_after_seconds,
+  paused = excluded.paused,
+  updated_at = now()
+RETURNING q.*;
+
+-- name: QueueGet
+SELECT * FROM :SCHEMA.queue WHERE name = $1;
+
+-- name: QueueList
+SELECT * FROM :SCHEMA.queue ORDER BY name;
+
+-- name: QueueSetPaused
+UPDATE :SCHEMA.queue SET paused = $2, updated_at = now() WHERE name = $1 RETURNING *;
+
+-- name: QueueNotify
+SELECT pg_notify(':CHANNEL', $1);
+
+-- name: QueueStats
+-- Each count reads one partial index; completed/dead/cancelled read the finished index.
+SELECT
+  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'pending' AND run_at <= coalesce($2::timestamptz, now())) AS ready,
+  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'pending' AND run_at > coalesce($2::timestamptz, now())) AS scheduled,
+  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'active') AS active,
+  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'completed') AS completed,
+  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'cancelled') AS cancelled,
+  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'dead') AS dead,
+  (SELECT extract(epoch FROM coalesce($2::timestamptz, now()) - min(run_at))
+     FROM :SCHEMA.job WHERE queue = $1 AND state = 'pending' AND run_at <= coalesce($2::timestamptz, now())) AS oldest_ready_age_seconds;

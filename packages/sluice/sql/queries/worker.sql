@@ -1,0 +1,66 @@
+-- The worker's hot path (src/worker/). Every state change is fenced by the lease token:
+-- a worker whose lease was swept matches no row and changes nothing.
+
+-- name: JobClaim
+SELECT * FROM :SCHEMA.claim($1, $2, $3, $4);
+
+-- name: JobCompleteMany
+-- Capped queues get one wake-up per batch, so claimers waiting on the cap try again.
+WITH input AS (
+  SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::jsonb[]) AS c(id, token, result)
+), done AS (
+  UPDATE :SCHEMA.job j
+  SET state = 'completed', finished_at = coalesce($4::timestamptz, now()), result = c.result,
+      lease_token = NULL, lease_expires_at = NULL
+  FROM input c
+  WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'active'
+  RETURNING j.id, j.queue, j.started_at, j.run_at
+), woken AS (
+  SELECT pg_notify(':CHANNEL', q.name) FROM :SCHEMA.queue q
+  WHERE $5::boolean AND q.name IN (SELECT DISTINCT d.queue FROM done d)
+    AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL)
+)
+SELECT d.id FROM done d, (SELECT count(*) FROM woken) w;
+
+-- name: JobFailMany
+-- Attempts left: back to pending after an exponential backoff with jitter. Spent: dead.
+-- Each failure is appended to the job's error history.
+WITH input AS (
+  SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::jsonb[]) AS c(id, token, error)
+), failed AS (
+  UPDATE :SCHEMA.job j
+  SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'pending' END:::SCHEMA.job_state,
+      run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
+                    ELSE coalesce($4::timestamptz, now())
+                         + :SCHEMA.backoff_ms(q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter, j.attempts) * interval '1 millisecond'
+               END,
+      finished_at = CASE WHEN j.attempts >= j.max_attempts THEN coalesce($4::timestamptz, now()) END,
+      errors = j.errors || jsonb_build_array(c.error || jsonb_build_object(
+                 'attempt', j.attempts, 'startedAt', j.started_at,
+                 'finishedAt', coalesce($4::timestamptz, now()), 'workerId', j.worker_id)),
+      lease_token = NULL, lease_expires_at = NULL
+  FROM input c, :SCHEMA.queue q
+  WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'active' AND q.name = j.queue
+  RETURNING j.*
+), woken AS (
+  SELECT pg_notify(':CHANNEL', q.name) FROM :SCHEMA.queue q
+  WHERE $5::boolean AND q.name IN (SELECT DISTINCT f.queue FROM failed f)
+    AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL)
+)
+SELECT f.* FROM failed f, (SELECT count(*) FROM woken) w;
+
+-- name: JobRelease
+-- Give a job back at shutdown without counting the interrupted attempt.
+UPDATE :SCHEMA.job
+SET state = 'pending', attempts = greatest(attempts - 1, 0), run_at = coalesce($3::timestamptz, now()),
+    lease_token = NULL, lease_expires_at = NULL
+WHERE id = $1 AND lease_token = $2 AND state = 'active'
+RETURNING id;
+
+-- name: JobHeartbeat
+-- Extend the lease by $3 seconds, or by the queue's lease when $3 is NULL.
+UPDATE :SCHEMA.job j
+SET lease_expires_at = coalesce($4::timestamptz, now()) + coalesce($3::integer, q.lease_seconds) * interval '1 second'
+FROM :SCHEMA.queue q
+WHERE j.id = $1 AND j.lease_token = $2 AND j.state = 'active' AND q.name = j.queue
+RETURNING j.lease_expires_at;

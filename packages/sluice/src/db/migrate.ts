@@ -1,0 +1,72 @@
+/**
+ * Forward-only migrations: numbered `.sql` files applied in order, each in its own
+ * transaction, under a session advisory lock so concurrent migrators queue up instead
+ * of racing. Applied versions are recorded in `<schema>.migration`.
+ */
+import type pg from 'pg';
+import { latestVersion, sqlFor } from './sql.js';
+import { SchemaVersionError } from '../errors.js';
+
+export interface MigrateResult {
+  /** Versions applied by this call (empty when the schema was already current). */
+  applied: number[];
+  /** The schema version after the call. */
+  version: number;
+}
+
+export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateResult> {
+  const sql = sqlFor(schema);
+  const text = (name: string) => sql.query(name).text;
+  const client = await pool.connect();
+  try {
+    await client.query(text('MigrationLock'));
+    try {
+      await client.query(text('MigrationCreateSchema'));
+      await client.query(text('MigrationCreateTable'));
+      const done = new Set((await client.query(text('MigrationApplied'))).rows.map((r) => Number(r.version)));
+      const newest = Math.max(0, ...done);
+      if (newest > latestVersion()) throw newerSchema(schema, newest);
+      const applied: number[] = [];
+      for (const m of sql.migrations) {
+        if (done.has(m.version)) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query(m.text);
+          await client.query(text('MigrationRecord'), [m.version, m.name]);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw new SchemaVersionError(
+            `migration ${m.version} (${m.name}) failed on schema "${schema}": ${(err as Error).message}`,
+          );
+        }
+        applied.push(m.version);
+      }
+      return { applied, version: latestVersion() };
+    } finally {
+      await client.query(text('MigrationUnlock')).catch(() => undefined);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/** Throws unless the schema exists at exactly the version this library knows. */
+export async function assertSchemaCurrent(pool: pg.Pool, schema: string): Promise<void> {
+  const sql = sqlFor(schema);
+  const exists = (await pool.query(sql.query('MigrationTableExists').text)).rows[0]?.exists;
+  const version = exists ? Number((await pool.query(sql.query('MigrationCurrentVersion').text)).rows[0]?.version) : 0;
+  const latest = latestVersion();
+  if (version > latest) throw newerSchema(schema, version);
+  if (version < latest) {
+    throw new SchemaVersionError(
+      `schema "${schema}" is at version ${version} but this library needs ${latest}: run sluice.migrate() (or \`sluice migrate\`) first`,
+    );
+  }
+}
+
+function newerSchema(schema: string, version: number): SchemaVersionError {
+  return new SchemaVersionError(
+    `schema "${schema}" is at version ${version}, newer than this library knows (${latestVersion()}): upgrade sluice before running it against this database`,
+  );
+}

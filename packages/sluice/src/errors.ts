@@ -1,0 +1,121 @@
+/**
+ * One error hierarchy for the whole library. Every error carries a stable `code`
+ * (safe to match on, log and return over HTTP); `httpStatusOf` maps codes to HTTP
+ * statuses in one place so every front end answers the same way.
+ */
+
+export type ErrorCode =
+  | 'validation'
+  | 'queue_not_found'
+  | 'job_not_found'
+  | 'queue_full'
+  | 'key_limit'
+  | 'invalid_state'
+  | 'lease_lost'
+  | 'schema_version'
+  | 'closed';
+
+export class SluiceError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** Bad input: a name, an option or a payload the library cannot accept. Nothing was written. */
+export class ValidationError extends SluiceError {
+  /** The offending field, such as `priority` or `data`, when one can be named. */
+  readonly field: string | undefined;
+  constructor(message: string, field?: string) {
+    super('validation', message);
+    this.field = field;
+  }
+}
+
+export class QueueNotFoundError extends SluiceError {
+  readonly queue: string;
+  constructor(queue: string) {
+    super('queue_not_found', `queue "${queue}" does not exist; create it with sluice.queues.put("${queue}", policy)`);
+    this.queue = queue;
+  }
+}
+
+export class JobNotFoundError extends SluiceError {
+  readonly jobId: string;
+  constructor(jobId: string) {
+    super('job_not_found', `job ${jobId} does not exist`);
+    this.jobId = jobId;
+  }
+}
+
+/** The queue sheds load: its ready depth reached `maxPending`. Nothing was enqueued. */
+export class QueueFullError extends SluiceError {
+  readonly queue: string;
+  readonly retryAfterSeconds: number;
+  constructor(queue: string, retryAfterSeconds: number, message?: string) {
+    super('queue_full', message ?? `queue "${queue}" is full; retry after ${retryAfterSeconds} s`);
+    this.queue = queue;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** The key already has `maxPerKey` jobs pending or active. Nothing was enqueued. */
+export class KeyLimitError extends SluiceError {
+  readonly queue: string;
+  readonly key: string;
+  readonly retryAfterSeconds: number;
+  constructor(queue: string, key: string, retryAfterSeconds: number, message?: string) {
+    super('key_limit', message ?? `key "${key}" has reached its limit on queue "${queue}"; retry after ${retryAfterSeconds} s`);
+    this.queue = queue;
+    this.key = key;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** The job is not in a state that allows the operation (e.g. replaying a completed job). */
+export class InvalidStateError extends SluiceError {
+  constructor(message: string) {
+    super('invalid_state', message);
+  }
+}
+
+/** The caller's lease token no longer matches: the job was swept, cancelled or finished. */
+export class LeaseLostError extends SluiceError {
+  readonly jobId: string;
+  constructor(jobId: string) {
+    super('lease_lost', `the lease on job ${jobId} was lost (expired and swept, cancelled, or already finished)`);
+    this.jobId = jobId;
+  }
+}
+
+/** The database schema is missing, older or newer than this library version. */
+export class SchemaVersionError extends SluiceError {
+  constructor(message: string) {
+    super('schema_version', message);
+  }
+}
+
+export class ClosedError extends SluiceError {
+  constructor() {
+    super('closed', 'this Sluice instance is closed');
+  }
+}
+
+const HTTP_STATUS: Record<ErrorCode, number> = {
+  validation: 400,
+  queue_not_found: 404,
+  job_not_found: 404,
+  queue_full: 503,
+  key_limit: 429,
+  invalid_state: 409,
+  lease_lost: 409,
+  schema_version: 503,
+  closed: 503,
+};
+
+/** The HTTP status a front end should answer for an error code. */
+export function httpStatusOf(code: ErrorCode): number {
+  return HTTP_STATUS[code];
+}

@@ -1,0 +1,32 @@
+/** Public API of Sluice. Everything not exported here is internal. */
+export { Sluice, type SluiceOptions } from './sluice.js';
+export {
+  SluiceError,
+  ValidationError,
+  QueueNotFoundError,
+  JobNotFoundError,
+  QueueFullError,
+  KeyLimitError,
+  InvalidStateError,
+  LeaseLostError,
+  SchemaVersionError,
+  ClosedError,
+  httpStatusOf,
+  type ErrorCode,
+} from './errors.js';
+export type { Worker, WorkOptions, Handler, JobContext } from './worker/worker.js';
+export type { TickResult } from './maintenance/maintenance.js';
+export type { MigrateResult } from './db/migrate.js';
+export type {
+  Job,
+  JobState,
+  JobAttemptError,
+  Queue,
+  QueuePolicy,
+  BackoffPolicy,
+  QueueStats,
+  SendOptions,
+  SendManyItem,
+  SendResult,
+  Logger,
+} from './types.js';

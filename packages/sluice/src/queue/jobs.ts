@@ -1,0 +1,141 @@
+/**
+ * Enqueueing and operator actions on single jobs. Admission (depth, per-key, singleton)
+ * is decided inside the database by `send` / `send_many` (migration 0002), counted from
+ * the table under a lock in the same transaction as the insert: if counting fails the
+ * statement fails, so nothing is ever admitted on a failed count.
+ */
+import type { Db, Queryable } from '../db/db.js';
+import { InvalidStateError, JobNotFoundError, QueueNotFoundError, ValidationError } from '../errors.js';
+import type { Job, QueueStats, SendManyItem, SendOptions, SendResult } from '../types.js';
+import { toJob, toQueue, toStats } from './rows.js';
+import { serializePayload, validateQueueName, validateSendOptions } from './validate.js';
+
+export interface JobsConfig {
+  maxPayloadBytes: number;
+  notify: boolean;
+  now: () => Date | null;
+}
+
+const MANY_ITEM_FIELDS = new Set(['data', 'key', 'singletonKey', 'runAt', 'delayMs', 'priority', 'maxAttempts']);
+const MAX_BATCH = 10_000;
+
+export class Jobs {
+  constructor(
+    private readonly db: Db,
+    private readonly config: JobsConfig,
+    private readonly ready: () => Promise<void>,
+  ) {}
+
+  async send(queue: string, data: unknown, opts: SendOptions = {}): Promise<SendResult> {
+    validateQueueName(queue);
+    const { client, ...rest } = opts ?? {};
+    const o = validateSendOptions(rest);
+    const json = serializePayload(data === undefined ? null : data, this.config.maxPayloadBytes);
+    await this.ready();
+    const [row] = await this.db.run(
+      'JobSend',
+      [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), this.config.notify],
+      client as Queryable | undefined,
+    );
+    return { id: String(row.id), deduplicated: row.deduplicated };
+  }
+
+  /**
+   * Insert many jobs in one statement. Admission is all-or-nothing: if the batch would
+   * pass `maxPending`, or any key would pass `maxPerKey`, nothing is inserted and the
+   * typed error is thrown. Results are in input order.
+   */
+  async sendMany(queue: string, items: SendManyItem[], opts: { client?: Queryable } = {}): Promise<SendResult[]> {
+    validateQueueName(queue);
+    if (!Array.isArray(items)) throw new ValidationError('items must be an array', 'items');
+    if (items.length === 0) return [];
+    if (items.length > MAX_BATCH) throw new ValidationError(`at most ${MAX_BATCH} items per call, got ${items.length}`, 'items');
+    const rows = items.map((item, i) => {
+      if (item === null || typeof item !== 'object') throw new ValidationError(`items[${i}] must be an object with a data field`, `items[${i}]`);
+      const { data, ...rest } = item;
+      let o;
+      try {
+        o = validateSendOptions(rest, MANY_ITEM_FIELDS);
+      } catch (err) {
+        if (err instanceof ValidationError) throw new ValidationError(`items[${i}]: ${err.message}`, `items[${i}].${err.field}`);
+        throw err;
+      }
+      return {
+        data: JSON.parse(serializePayload(data === undefined ? null : data, this.config.maxPayloadBytes, `items[${i}].data`)),
+        key: o.key,
+        singleton_key: o.singletonKey,
+        run_at: o.runAt?.toISOString() ?? null,
+        delay_ms: o.delayMs,
+        priority: o.priority,
+        max_attempts: o.maxAttempts,
+      };
+    });
+    await this.ready();
+    const result = await this.db.run(
+      'JobSendMany',
+      [queue, JSON.stringify(rows), this.config.now(), this.config.notify],
+      opts.client,
+    );
+    return result.map((r) => ({ id: String(r.id), deduplicated: r.deduplicated }));
+  }
+
+  async get<T = unknown>(id: string): Promise<Job<T> | null> {
+    const jobId = checkId(id);
+    await this.ready();
+    const [row] = await this.db.run('JobGet', [jobId]);
+    return row ? toJob<T>(row) : null;
+  }
+
+  /** Cancel a pending or active job. A running handler is fenced out: its result is ignored. */
+  async cancel(id: string): Promise<Job> {
+    const jobId = checkId(id);
+    await this.ready();
+    const [row] = await this.db.run('JobCancel', [jobId, this.config.now()]);
+    if (row) return toJob(row);
+    throw await this.explain(jobId, 'cancel', 'pending or active');
+  }
+
+  /** Send a dead or cancelled job back to pending, attempts reset, history kept. */
+  async replay(id: string): Promise<Job> {
+    const jobId = checkId(id);
+    await this.ready();
+    let row;
+    try {
+      [row] = await this.db.run('JobReplay', [jobId, this.config.now()]);
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') {
+        throw new InvalidStateError(`job ${jobId} cannot be replayed: another unfinished job has the same singleton key`);
+      }
+      throw err;
+    }
+    if (row) {
+      if (this.config.notify) await this.db.run('QueueNotify', [row.queue]);
+      return toJob(row);
+    }
+    throw await this.explain(jobId, 'replay', 'dead or cancelled');
+  }
+
+  async stats(queue: string): Promise<QueueStats> {
+    validateQueueName(queue);
+    await this.ready();
+    const [q] = await this.db.run('QueueGet', [queue]);
+    if (!q) throw new QueueNotFoundError(queue);
+    const [row] = await this.db.run('QueueStats', [queue, this.config.now()]);
+    return toStats(toQueue(q), row);
+  }
+
+  private async explain(id: string, action: string, allowed: string): Promise<Error> {
+    const [row] = await this.db.run('JobGet', [id]);
+    if (!row) return new JobNotFoundError(id);
+    return new InvalidStateError(`cannot ${action} job ${id}: it is ${row.state}, and only ${allowed} jobs can be`);
+  }
+}
+
+function checkId(id: unknown): string {
+  const text = typeof id === 'number' ? String(id) : id;
+  if (typeof text !== 'string' || !/^[1-9][0-9]{0,18}$/.test(text) || BigInt(text) > 9223372036854775807n) {
+    throw new ValidationError(`job id ${JSON.stringify(id)} is not a valid id`, 'id');
+  }
+  return text;
+}
+

@@ -1,0 +1,51 @@
+/** Queue policies: stored in the database so every process reads the same caps. */
+import type { Db } from '../db/db.js';
+import { QueueNotFoundError } from '../errors.js';
+import type { Queue, QueuePolicy } from '../types.js';
+import { toQueue } from './rows.js';
+import { policyParams, validateQueueName } from './validate.js';
+
+export class Queues {
+  constructor(
+    private readonly db: Db,
+    private readonly ready: () => Promise<void>,
+  ) {}
+
+  /** Create the queue or replace its whole policy (absent limits mean "no limit"). */
+  async put(name: string, policy: QueuePolicy = {}): Promise<Queue> {
+    const params = [validateQueueName(name), ...policyParams(policy)];
+    await this.ready();
+    const [row] = await this.db.run('QueuePut', params);
+    return toQueue(row);
+  }
+
+  async get(name: string): Promise<Queue | null> {
+    validateQueueName(name);
+    await this.ready();
+    const [row] = await this.db.run('QueueGet', [name]);
+    return row ? toQueue(row) : null;
+  }
+
+  async list(): Promise<Queue[]> {
+    await this.ready();
+    return (await this.db.run('QueueList')).map(toQueue);
+  }
+
+  /** Stop claims on the queue; sends are still accepted. */
+  pause(name: string): Promise<Queue> {
+    return this.setPaused(name, true);
+  }
+
+  resume(name: string): Promise<Queue> {
+    return this.setPaused(name, false);
+  }
+
+  private async setPaused(name: string, paused: boolean): Promise<Queue> {
+    validateQueueName(name);
+    await this.ready();
+    const [row] = await this.db.run('QueueSetPaused', [name, paused]);
+    if (!row) throw new QueueNotFoundError(name);
+    if (!paused) await this.db.run('QueueNotify', [name]);
+    return toQueue(row);
+  }
+}

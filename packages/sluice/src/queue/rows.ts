@@ -1,0 +1,56 @@
+/** Row → public type mapping, in one place (snake_case columns → camelCase fields). */
+import type { Job, Queue, QueueStats } from '../types.js';
+
+export function toJob<T = unknown>(r: any): Job<T> {
+  return {
+    id: String(r.id),
+    queue: r.queue,
+    state: r.state,
+    data: r.data as T,
+    key: r.key,
+    singletonKey: r.singleton_key,
+    priority: r.priority,
+    runAt: r.run_at,
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    leaseExpiresAt: r.lease_expires_at,
+    workerId: r.worker_id,
+    result: r.result,
+    errors: r.errors ?? [],
+    createdAt: r.created_at,
+    startedAt: r.started_at,
+    finishedAt: r.finished_at,
+  };
+}
+
+export function toQueue(r: any): Queue {
+  return {
+    name: r.name,
+    concurrency: r.concurrency,
+    perKeyConcurrency: r.per_key_concurrency,
+    maxPerKey: r.max_per_key,
+    maxPending: r.max_pending,
+    maxAttempts: r.max_attempts,
+    backoff: { baseMs: r.backoff_base_ms, maxMs: r.backoff_max_ms, jitter: r.backoff_jitter },
+    leaseSeconds: r.lease_seconds,
+    retryAfterSeconds: r.retry_after_seconds,
+    paused: r.paused,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+export function toStats(queue: Queue, r: any): QueueStats {
+  return {
+    queue: queue.name,
+    ready: Number(r.ready),
+    scheduled: Number(r.scheduled),
+    active: Number(r.active),
+    completed: Number(r.completed),
+    cancelled: Number(r.cancelled),
+    dead: Number(r.dead),
+    oldestReadyAgeSeconds: Math.max(0, Number(r.oldest_ready_age_seconds ?? 0)),
+    concurrency: queue.concurrency,
+    paused: queue.paused,
+  };
+}

@@ -1,0 +1,220 @@
+/**
+ * The entry point: `new Sluice({ connectionString })`. Holds the pool, the notification
+ * listener, the workers and the maintenance tick of one process, and exposes the public
+ * API. Events (`sluice.on(...)`): `dead` (Job), `failed` (Job, retry scheduled),
+ * `completed` ({ queue, ids }), `lease-lost` ({ queue, ids }), `swept` (Job[]).
+ */
+import { EventEmitter } from 'node:events';
+import pg from 'pg';
+import { pino } from 'pino';
+import { Db } from './db/db.js';
+import { Listener } from './db/listener.js';
+import { assertSchemaCurrent, migrate, type MigrateResult } from './db/migrate.js';
+import { channelOf } from './db/sql.js';
+import { ClosedError, ValidationError } from './errors.js';
+import { Maintenance, type TickResult } from './maintenance/maintenance.js';
+import { Jobs } from './queue/jobs.js';
+import { Queues } from './queue/queues.js';
+import { validateInt, validateQueueName, validateSchemaName } from './queue/validate.js';
+import type { Job, Logger, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
+import { Worker, type Handler, type WorkOptions } from './worker/worker.js';
+
+export interface SluiceOptions {
+  /** PostgreSQL connection string. Give this or `pool`. */
+  connectionString?: string;
+  /** Your own `pg` pool; Sluice does not end it on `close()`. */
+  pool?: pg.Pool;
+  /** Schema holding Sluice's tables. Default `sluice`. */
+  schema?: string;
+  /** Size of the pool Sluice opens from `connectionString`. Default 10. */
+  maxPoolSize?: number;
+  /** `statement_timeout` of the connections Sluice opens, in ms. Default none. */
+  statementTimeoutMs?: number;
+  /** Wake workers with LISTEN/NOTIFY. Turn off behind PgBouncer in transaction mode; polling still works. Default true. */
+  notify?: boolean;
+  /** Largest job payload or result, as UTF-8 JSON. Default 1 MiB. */
+  maxPayloadBytes?: number;
+  /** A pino-compatible logger. Default: pino at `SLUICE_LOG_LEVEL` (info). */
+  logger?: Logger;
+  /**
+   * For tests: the time every time-dependent statement uses instead of the database's
+   * `now()`. Leave unset in production: the database clock decides.
+   */
+  now?: () => Date;
+}
+
+export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>> extends EventEmitter {
+  readonly schema: string;
+  readonly queues: Queues;
+  readonly maintenance: Maintenance;
+  readonly logger: Logger;
+  private readonly db: Db;
+  private readonly jobs: Jobs;
+  private readonly ownsPool: boolean;
+  private readonly listener: Listener | null;
+  private readonly workers = new Set<Worker>();
+  private readonly maxPayloadBytes: number;
+  private readonly notify: boolean;
+  private readonly now: () => Date | null;
+  private schemaChecked: Promise<void> | null = null;
+  private closed = false;
+
+  constructor(options: SluiceOptions) {
+    super();
+    if (!options || (!options.connectionString && !options.pool)) {
+      throw new ValidationError('give either connectionString or pool', 'connectionString');
+    }
+    this.schema = validateSchemaName(options.schema ?? 'sluice');
+    this.maxPayloadBytes = validateInt(options.maxPayloadBytes, 'maxPayloadBytes', { min: 1, max: 256 * 1024 * 1024 }) ?? 1024 * 1024;
+    this.notify = options.notify ?? true;
+    const clock = options.now;
+    this.now = clock ? () => clock() : () => null;
+    this.logger = options.logger ?? pino({ name: 'sluice', level: process.env.SLUICE_LOG_LEVEL ?? 'info' });
+    const statementTimeout = validateInt(options.statementTimeoutMs, 'statementTimeoutMs', { min: 1 }) ?? undefined;
+    let listenerConfig: pg.ClientConfig;
+    if (options.pool) {
+      this.ownsPool = false;
+      listenerConfig = { ...(options.pool as unknown as { options: pg.ClientConfig }).options };
+      this.db = new Db(options.pool, this.schema);
+    } else {
+      this.ownsPool = true;
+      listenerConfig = { connectionString: options.connectionString };
+      const pool = new pg.Pool({
+        connectionString: options.connectionString,
+        max: validateInt(options.maxPoolSize, 'maxPoolSize', { min: 1, max: 1000 }) ?? 10,
+        ...(statementTimeout ? { statement_timeout: statementTimeout } : {}),
+      });
+      // An idle connection that dies must not crash the process; the next query reconnects.
+      pool.on('error', (err) => this.logger.warn({ err: err.message }, 'sluice: idle database connection lost'));
+      this.db = new Db(pool, this.schema);
+    }
+    this.listener = this.notify ? new Listener(listenerConfig, channelOf(this.schema), this.logger) : null;
+    const ready = () => this.ready();
+    this.queues = new Queues(this.db, ready);
+    this.jobs = new Jobs(this.db, { maxPayloadBytes: this.maxPayloadBytes, notify: this.notify, now: this.now }, ready);
+    this.maintenance = new Maintenance({
+      db: this.db,
+      logger: this.logger,
+      notify: this.notify,
+      now: this.now,
+      emit: (event, ...args) => this.emit(event, ...args),
+    });
+  }
+
+  /** The pool Sluice runs its statements on. */
+  get pool(): pg.Pool {
+    return this.db.pool;
+  }
+
+  /** Create or upgrade the schema. Safe to call from many processes at once. */
+  async migrate(): Promise<MigrateResult> {
+    this.assertOpen();
+    const result = await migrate(this.db.pool, this.schema);
+    this.schemaChecked = Promise.resolve();
+    return result;
+  }
+
+  /** Resolves once the schema is known to be at this library's version. */
+  ready(): Promise<void> {
+    this.assertOpen();
+    this.schemaChecked ??= assertSchemaCurrent(this.db.pool, this.schema).catch((err) => {
+      this.schemaChecked = null;
+      throw err;
+    });
+    return this.schemaChecked;
+  }
+
+  /** Enqueue one job. Throws `QueueFullError`, `KeyLimitError`, `ValidationError` or `QueueNotFoundError`. */
+  send<Q extends keyof Tasks & string>(queue: Q, data: Tasks[Q], opts?: SendOptions): Promise<SendResult> {
+    this.assertOpen();
+    return this.jobs.send(queue, data, opts);
+  }
+
+  /** Enqueue many jobs in one statement; admission is all-or-nothing. */
+  sendMany<Q extends keyof Tasks & string>(
+    queue: Q,
+    items: SendManyItem<Tasks[Q]>[],
+    opts?: { client?: pg.ClientBase },
+  ): Promise<SendResult[]> {
+    this.assertOpen();
+    return this.jobs.sendMany(queue, items, opts);
+  }
+
+  /** Start a worker for `queue`. Stop it with `worker.stop()`, or all of them with `close()`. */
+  work<Q extends keyof Tasks & string>(queue: Q, opts: WorkOptions, handler: Handler<Tasks[Q]>): Worker {
+    this.assertOpen();
+    validateQueueName(queue);
+    if (typeof handler !== 'function') throw new ValidationError('handler must be a function', 'handler');
+    const worker = new Worker(
+      {
+        db: this.db,
+        listener: this.listener,
+        logger: this.logger,
+        maxPayloadBytes: this.maxPayloadBytes,
+        notify: this.notify,
+        now: this.now,
+        emit: (event, ...args) => this.emit(event, ...args),
+        onStopped: (w) => this.workers.delete(w),
+      },
+      queue,
+      opts ?? {},
+      handler,
+    );
+    this.workers.add(worker);
+    // Refuse to claim against a schema this library does not know.
+    this.ready().then(
+      () => worker.isRunning && worker.start(),
+      (err) => {
+        this.logger.error({ queue, err: (err as Error).message }, 'sluice: worker not started');
+        void worker.stop({ timeoutMs: 0 });
+      },
+    );
+    return worker;
+  }
+
+  get<T = unknown>(id: string): Promise<Job<T> | null> {
+    return this.jobs.get<T>(id);
+  }
+
+  cancel(id: string): Promise<Job> {
+    return this.jobs.cancel(id);
+  }
+
+  replay(id: string): Promise<Job> {
+    return this.jobs.replay(id);
+  }
+
+  stats(queue: string): Promise<QueueStats> {
+    return this.jobs.stats(queue);
+  }
+
+  /** Run the maintenance tick every `intervalMs` (default 10 s) in this process. */
+  startMaintenance(opts: { intervalMs?: number } = {}): void {
+    this.assertOpen();
+    const intervalMs = validateInt(opts.intervalMs, 'intervalMs', { min: 10 }) ?? 10_000;
+    void this.ready().then(() => this.maintenance.start({ intervalMs }));
+  }
+
+  stopMaintenance(): Promise<void> {
+    return this.maintenance.stop();
+  }
+
+  /** One maintenance tick, now. */
+  runMaintenance(): Promise<TickResult> {
+    return this.maintenance.runOnce();
+  }
+
+  /** Stop workers (draining in-flight jobs up to `timeoutMs`), maintenance and connections. */
+  async close({ timeoutMs = 30_000 }: { timeoutMs?: number } = {}): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.workers].map((w) => w.stop({ timeoutMs })));
+    await this.maintenance.stop();
+    await this.listener?.stop();
+    if (this.ownsPool) await this.db.pool.end();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new ClosedError();
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * Public types of the library.
+ *
+ * Job states (the machine lives in the database functions and statements):
+ *
+ *   pending ──claim──▶ active ──complete──▶ completed
+ *      ▲                 │ fail or lease expired, attempts left (run_at += backoff)
+ *      └─────────────────┤
+ *                        └ fail or lease expired, attempts spent ──▶ dead
+ *   pending | active ──cancel──▶ cancelled;   dead | cancelled ──replay──▶ pending
+ */
+import type pg from 'pg';
+
+export type JobState = 'pending' | 'active' | 'completed' | 'cancelled' | 'dead';
+
+/** Retry delays: min(maxMs, baseMs · 2^(attempt−1)), scaled by a random factor in [1 − jitter, 1]. */
+export interface BackoffPolicy {
+  baseMs?: number;
+  maxMs?: number;
+  /** 0 = no jitter, 1 = anywhere between 0 and the full delay. */
+  jitter?: number;
+}
+
+/**
+ * A queue's policy, stored in the database so every process agrees. `put` replaces the
+ * whole policy: an absent limit means "no limit", an absent setting takes its default.
+ */
+export interface QueuePolicy {
+  /** Global cap on running jobs across all processes. Absent: unlimited. */
+  concurrency?: number | null;
+  /** Cap on running jobs of one key; claims go round-robin across keys. */
+  perKeyConcurrency?: number | null;
+  /** Cap on jobs of one key in the system (pending + active); sends beyond it throw `KeyLimitError`. */
+  maxPerKey?: number | null;
+  /** Shed threshold on ready-pending depth; sends beyond it throw `QueueFullError`. */
+  maxPending?: number | null;
+  /** Attempts before a job is dead. Default 5. */
+  maxAttempts?: number;
+  backoff?: BackoffPolicy;
+  /** Lease taken by a claim; heartbeats extend it. Default 600. */
+  leaseSeconds?: number;
+  /** What `QueueFullError` and `KeyLimitError` tell callers to wait. Default 5. */
+  retryAfterSeconds?: number;
+  /** A paused queue accepts jobs but nothing is claimed. */
+  paused?: boolean;
+}
+
+/** A queue as stored: every field resolved. */
+export interface Queue {
+  name: string;
+  concurrency: number | null;
+  perKeyConcurrency: number | null;
+  maxPerKey: number | null;
+  maxPending: number | null;
+  maxAttempts: number;
+  backoff: Required<BackoffPolicy>;
+  leaseSeconds: number;
+  retryAfterSeconds: number;
+  paused: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface SendOptions {
+  /** The key (user, tenant) that `maxPerKey` and `perKeyConcurrency` count by. */
+  key?: string;
+  /** At most one unfinished job per (queue, singletonKey): a duplicate returns the existing id. */
+  singletonKey?: string;
+  /** Do not start before this time. Exclusive with `delayMs`. */
+  runAt?: Date;
+  /** Do not start before now + delayMs (the database's now). Exclusive with `runAt`. */
+  delayMs?: number;
+  /** Higher runs first. Integer, default 0. */
+  priority?: number;
+  /** Overrides the queue's `maxAttempts` for this job. */
+  maxAttempts?: number;
+  /** Enqueue on this client, e.g. inside the caller's own transaction (READ COMMITTED). */
+  client?: pg.ClientBase;
+}
+
+export interface SendManyItem<T = unknown> extends Omit<SendOptions, 'client'> {
+  data: T;
+}
+
+export interface SendResult {
+  id: string;
+  /** True when a job with the same singleton key already existed; `id` is that job. */
+  deduplicated: boolean;
+}
+
+/** One failed attempt, kept in the job's history. */
+export interface JobAttemptError {
+  message: string;
+  name?: string;
+  stack?: string;
+  attempt: number;
+  startedAt: string | null;
+  finishedAt: string;
+  workerId: string | null;
+}
+
+export interface Job<T = unknown> {
+  id: string;
+  queue: string;
+  state: JobState;
+  data: T;
+  key: string | null;
+  singletonKey: string | null;
+  priority: number;
+  runAt: Date;
+  /** Attempts started so far, including the current one. */
+  attempts: number;
+  maxAttempts: number;
+  leaseExpiresAt: Date | null;
+  workerId: string | null;
+  result: unknown;
+  errors: JobAttemptError[];
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export interface QueueStats {
+  queue: string;
+  /** Pending and due. */
+  ready: number;
+  /** Pending, not yet due. */
+  scheduled: number;
+  active: number;
+  completed: number;
+  cancelled: number;
+  dead: number;
+  /** Age of the oldest ready job (the lag); 0 when none is ready. */
+  oldestReadyAgeSeconds: number;
+  /** The queue's global cap, for reading `active` against it. */
+  concurrency: number | null;
+  paused: boolean;
+}
+
+/** A pino-compatible logger; only these methods are used. */
+export interface Logger {
+  error(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+}

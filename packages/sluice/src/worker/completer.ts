@@ -1,0 +1,128 @@
+/**
+ * Batches fenced completions and failures. Results that arrive while a flush is in
+ * flight wait for the next one, so a busy worker writes many results per round trip.
+ * Each result carries the lease token of its claim: a row whose token no longer
+ * matches (swept, cancelled) is not touched, and the result is reported as lost.
+ * A flush that fails (database unreachable) keeps its results and retries with backoff;
+ * if the lease runs out meanwhile, the sweeper retries the job and the late result is
+ * fenced out, never applied twice.
+ */
+import type { Db } from '../db/db.js';
+import type { Job } from '../types.js';
+import { toJob } from '../queue/rows.js';
+
+export interface Completion {
+  id: string;
+  token: string;
+  result: string; // JSON text
+}
+
+export interface Failure {
+  id: string;
+  token: string;
+  error: { message: string; name?: string; stack?: string };
+}
+
+export interface CompleterEvents {
+  completed(ids: string[]): void;
+  failed(jobs: Job[]): void;
+  lost(ids: string[]): void;
+  flushed(): void;
+  error(err: unknown): void;
+}
+
+const MAX_BATCH = 1000;
+
+export class Completer {
+  private completions: Completion[] = [];
+  private failures: Failure[] = [];
+  private flushing: Promise<void> | null = null;
+  private failuresInARow = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly config: { notify: boolean; now: () => Date | null },
+    private readonly events: CompleterEvents,
+  ) {}
+
+  complete(c: Completion): void {
+    this.completions.push(c);
+    this.schedule();
+  }
+
+  fail(f: Failure): void {
+    this.failures.push(f);
+    this.schedule();
+  }
+
+  get pending(): number {
+    return this.completions.length + this.failures.length;
+  }
+
+  /** Resolves when every result handed in so far has been written (or given up on). */
+  async drain(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
+  private schedule(): void {
+    if (!this.flushing) this.flushing = this.flushLoop().finally(() => (this.flushing = null));
+  }
+
+  private async flushLoop(): Promise<void> {
+    // Let results produced in the same tick join this batch.
+    await new Promise((r) => setImmediate(r));
+    while (this.pending > 0) {
+      const completions = this.completions.splice(0, MAX_BATCH);
+      const failures = this.failures.splice(0, MAX_BATCH);
+      try {
+        await Promise.all([this.writeCompletions(completions), this.writeFailures(failures)]);
+        this.failuresInARow = 0;
+      } catch (err) {
+        // Put them back in front and retry after a pause; nothing is dropped.
+        this.completions.unshift(...completions);
+        this.failures.unshift(...failures);
+        this.failuresInARow++;
+        this.events.error(err);
+        if (this.failuresInARow > 8) {
+          this.events.lost([...this.completions, ...this.failures].map((r) => r.id));
+          this.completions = [];
+          this.failures = [];
+          break;
+        }
+        await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** this.failuresInARow)));
+      }
+      this.events.flushed();
+    }
+  }
+
+  private async writeCompletions(batch: Completion[]): Promise<void> {
+    if (batch.length === 0) return;
+    const rows = await this.db.run('JobCompleteMany', [
+      batch.map((c) => c.id),
+      batch.map((c) => c.token),
+      batch.map((c) => c.result),
+      this.config.now(),
+      this.config.notify,
+    ]);
+    const done = new Set(rows.map((r) => String(r.id)));
+    if (done.size) this.events.completed([...done]);
+    const lost = batch.filter((c) => !done.has(c.id)).map((c) => c.id);
+    if (lost.length) this.events.lost(lost);
+  }
+
+  private async writeFailures(batch: Failure[]): Promise<void> {
+    if (batch.length === 0) return;
+    const rows = await this.db.run('JobFailMany', [
+      batch.map((f) => f.id),
+      batch.map((f) => f.token),
+      batch.map((f) => JSON.stringify(f.error)),
+      this.config.now(),
+      this.config.notify,
+    ]);
+    const jobs = rows.map((r) => toJob(r));
+    if (jobs.length) this.events.failed(jobs);
+    const written = new Set(jobs.map((j) => j.id));
+    const lost = batch.filter((f) => !written.has(f.id)).map((f) => f.id);
+    if (lost.length) this.events.lost(lost);
+  }
+}

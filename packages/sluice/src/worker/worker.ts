@@ -1,0 +1,308 @@
+/**
+ * A worker: claims jobs of one queue and runs them through a handler.
+ *
+ * States:
+ *
+ *   running ──stop()──▶ stopping ──in-flight done (or timeout: abort, release)──▶ stopped
+ *
+ * While running, the claim loop asks for as many jobs as the local seatbelt
+ * (`concurrency`) has free slots. A claim that returns fewer jobs than asked marks the
+ * worker idle: it then waits for a wake-up (a notification on insert or freed capacity,
+ * or the poll timer) before claiming again. A claim that fails (connection lost,
+ * statement timeout) claims nothing — fail closed — and is retried after a backoff.
+ *
+ * Each job runs with an AbortSignal that fires when its lease is lost (the lease ran out
+ * locally, a heartbeat found the token gone) or when a stop times out. Results go to the
+ * completer, which writes them in batches, fenced by the claim's lease token.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Db } from '../db/db.js';
+import type { Listener } from '../db/listener.js';
+import { LeaseLostError, ValidationError } from '../errors.js';
+import { toJob } from '../queue/rows.js';
+import { serializePayload, validateInt } from '../queue/validate.js';
+import type { Job, Logger } from '../types.js';
+import { Completer } from './completer.js';
+
+export interface WorkOptions {
+  /** Local seatbelt: at most this many jobs run at once in this worker. Default 10. */
+  concurrency?: number;
+  /** Claim at least this often even without notifications. Default 1000. */
+  pollIntervalMs?: number;
+  /** Recorded on each claimed job and in its error history. Default host:pid:random. */
+  workerId?: string;
+}
+
+export interface JobContext<T = unknown> {
+  job: Job<T>;
+  /** Aborts when the lease is lost or the worker stops without waiting for the job. */
+  signal: AbortSignal;
+  /** Extend the lease (by the queue's `leaseSeconds`, or `seconds`). Throws `LeaseLostError` if it is gone. */
+  heartbeat(seconds?: number): Promise<void>;
+}
+
+export type Handler<T = unknown> = (job: Job<T>, ctx: JobContext<T>) => unknown;
+
+export interface WorkerDeps {
+  db: Db;
+  listener: Listener | null;
+  logger: Logger;
+  maxPayloadBytes: number;
+  notify: boolean;
+  now: () => Date | null;
+  emit: (event: string, ...args: unknown[]) => void;
+  onStopped: (worker: Worker) => void;
+}
+
+interface Running {
+  job: Job;
+  token: string;
+  controller: AbortController;
+  leaseTimer: NodeJS.Timeout | null;
+  settled: Promise<void>;
+  released: boolean;
+}
+
+type WorkerState = 'running' | 'stopping' | 'stopped';
+
+export class Worker {
+  readonly queue: string;
+  readonly workerId: string;
+  readonly concurrency: number;
+  private readonly pollIntervalMs: number;
+  private state: WorkerState = 'running';
+  private readonly running = new Map<string, Running>();
+  private readonly completer: Completer;
+  private claiming: Promise<void> | null = null;
+  private claimAgain = false;
+  private idle = false;
+  private claimFailures = 0;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private unsubscribe: (() => void) | null = null;
+  private stopping: Promise<void> | null = null;
+  private slotFreed: (() => void) | null = null;
+
+  constructor(
+    private readonly deps: WorkerDeps,
+    queue: string,
+    opts: WorkOptions,
+    private readonly handler: Handler<any>,
+  ) {
+    this.queue = queue;
+    this.concurrency = validateInt(opts.concurrency, 'concurrency', { min: 1, max: 10_000 }) ?? 10;
+    this.pollIntervalMs = validateInt(opts.pollIntervalMs, 'pollIntervalMs', { min: 10 }) ?? 1000;
+    if (opts.workerId !== undefined && (typeof opts.workerId !== 'string' || opts.workerId.length === 0 || opts.workerId.length > 200)) {
+      throw new ValidationError('workerId must be a non-empty string of at most 200 characters', 'workerId');
+    }
+    this.workerId = opts.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.completer = new Completer(deps.db, deps, {
+      completed: (ids) => deps.emit('completed', { queue, ids }),
+      failed: (jobs) => this.onFailed(jobs),
+      lost: (ids) => {
+        deps.logger.warn({ queue, jobIds: ids }, 'sluice: results fenced out (lease lost before they were written)');
+        deps.emit('lease-lost', { queue, ids });
+      },
+      flushed: () => this.wake(),
+      error: (err) => deps.logger.warn({ queue, err: (err as Error).message }, 'sluice: writing job results failed; retrying'),
+    });
+  }
+
+  /** Jobs running now in this worker. */
+  get activeCount(): number {
+    return this.running.size;
+  }
+
+  get isRunning(): boolean {
+    return this.state === 'running';
+  }
+
+  start(): this {
+    this.unsubscribe = this.deps.listener?.subscribe(this.queue, () => this.wake()) ?? null;
+    this.pollTimer = setInterval(() => this.wake(), this.pollIntervalMs);
+    this.wake();
+    return this;
+  }
+
+  /** Something may be claimable: a notification, the poll timer, a freed slot. */
+  private wake(): void {
+    this.idle = false;
+    this.claimSoon();
+  }
+
+  private claimSoon(): void {
+    if (this.state !== 'running' || this.idle || this.retryTimer) return;
+    if (this.claiming) {
+      this.claimAgain = true;
+      return;
+    }
+    const free = this.concurrency - this.running.size;
+    if (free <= 0) return;
+    this.claimAgain = false;
+    this.claiming = this.claim(free).finally(() => {
+      this.claiming = null;
+      if (this.claimAgain) {
+        this.claimAgain = false;
+        this.idle = false;
+      }
+      this.claimSoon();
+    });
+  }
+
+  private async claim(limit: number): Promise<void> {
+    let rows: any[];
+    try {
+      rows = await this.deps.db.run('JobClaim', [this.queue, limit, this.workerId, this.deps.now()]);
+      this.claimFailures = 0;
+    } catch (err) {
+      // Fail closed: nothing was claimed. Back off, then try again.
+      this.claimFailures++;
+      const delayMs = Math.min(this.pollIntervalMs * 5, 50 * 2 ** Math.min(this.claimFailures, 10));
+      this.deps.logger.warn({ queue: this.queue, err: (err as Error).message, retryInMs: delayMs }, 'sluice: claim failed');
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = null;
+        this.wake();
+      }, delayMs);
+      return;
+    }
+    if (rows.length < limit) this.idle = true;
+    if (this.state !== 'running') {
+      // Stop began while the claim was in flight: give the jobs straight back.
+      await Promise.all(rows.map((r) => this.release(String(r.id), r.lease_token)));
+      return;
+    }
+    for (const row of rows) this.run(row);
+  }
+
+  private run(row: any): void {
+    const job = toJob(row);
+    const token: string = row.lease_token;
+    const controller = new AbortController();
+    const entry: Running = { job, token, controller, leaseTimer: null, settled: Promise.resolve(), released: false };
+    const leaseMs = row.lease_expires_at.getTime() - row.started_at.getTime();
+    const armLease = (ms: number) => {
+      if (entry.leaseTimer) clearTimeout(entry.leaseTimer);
+      entry.leaseTimer = setTimeout(() => controller.abort(new LeaseLostError(job.id)), ms);
+    };
+    armLease(leaseMs);
+    const ctx = {
+      job,
+      signal: controller.signal,
+      heartbeat: async (seconds?: number) => {
+        const s = validateInt(seconds, 'seconds', { min: 1, max: 7 * 24 * 3600 });
+        const [r] = await this.deps.db.run('JobHeartbeat', [job.id, token, s, this.deps.now()]);
+        if (!r) {
+          const err = new LeaseLostError(job.id);
+          controller.abort(err);
+          throw err;
+        }
+        armLease(s !== null ? s * 1000 : leaseMs);
+      },
+    };
+    this.running.set(job.id, entry);
+    entry.settled = this.execute(entry, ctx);
+  }
+
+  private async execute(entry: Running, ctx: JobContext): Promise<void> {
+    const { job, token } = entry;
+    try {
+      const value = await this.handler(job, ctx);
+      if (!entry.released) {
+        let result: string;
+        try {
+          result = serializePayload(value === undefined ? null : value, this.deps.maxPayloadBytes, 'result');
+        } catch (err) {
+          this.completer.fail({ id: job.id, token, error: errorRecord(err) });
+          return;
+        }
+        this.completer.complete({ id: job.id, token, result });
+      }
+    } catch (err) {
+      if (!entry.released) this.completer.fail({ id: job.id, token, error: errorRecord(err) });
+    } finally {
+      if (entry.leaseTimer) clearTimeout(entry.leaseTimer);
+      this.running.delete(job.id);
+      this.slotFreed?.();
+      this.claimSoon();
+    }
+  }
+
+  private onFailed(jobs: Job[]): void {
+    for (const job of jobs) {
+      const last = job.errors[job.errors.length - 1];
+      if (job.state === 'dead') {
+        this.deps.logger.error(
+          { queue: job.queue, jobId: job.id, attempts: job.attempts, lastError: last?.message },
+          'sluice: job is dead (attempts spent)',
+        );
+        this.deps.emit('dead', job);
+      } else {
+        this.deps.emit('failed', job);
+      }
+    }
+  }
+
+  private async release(id: string, token: string): Promise<void> {
+    await this.deps.db.run('JobRelease', [id, token, this.deps.now()]).catch((err) =>
+      this.deps.logger.warn({ queue: this.queue, jobId: id, err: (err as Error).message }, 'sluice: release failed; the sweeper will retry the job'),
+    );
+  }
+
+  /**
+   * Stop claiming, let in-flight jobs finish and write their results. After `timeoutMs`
+   * (default 30 s) the jobs still running are aborted and released back to pending
+   * (their attempt is not counted); a handler that ignores its signal is left to end on
+   * its own, and its result is fenced out.
+   */
+  stop({ timeoutMs = 30_000 }: { timeoutMs?: number } = {}): Promise<void> {
+    this.stopping ??= this.doStop(timeoutMs).finally(() => this.deps.onStopped(this));
+    return this.stopping;
+  }
+
+  private async doStop(timeoutMs: number): Promise<void> {
+    this.state = 'stopping';
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.unsubscribe?.();
+    const deadline = Date.now() + timeoutMs;
+    while (this.running.size > 0 && Date.now() < deadline) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+        this.slotFreed = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.slotFreed = null;
+    }
+    // Wait for a claim that was already in flight when stop began.
+    await this.claiming;
+    const leftovers = [...this.running.values()];
+    for (const entry of leftovers) {
+      entry.released = true;
+      entry.controller.abort(new Error('worker stopped before the job finished'));
+    }
+    await Promise.all(leftovers.map((e) => this.release(e.job.id, e.token)));
+    await this.completer.drain();
+    this.state = 'stopped';
+  }
+}
+
+function errorRecord(err: unknown): { message: string; name?: string; stack?: string } {
+  if (err instanceof Error) {
+    return {
+      message: err.message.slice(0, 4000),
+      name: err.name,
+      ...(err.stack ? { stack: err.stack.slice(0, 8000) } : {}),
+    };
+  }
+  let message: string;
+  try {
+    message = typeof err === 'string' ? err : JSON.stringify(err) ?? String(err);
+  } catch {
+    message = String(err);
+  }
+  return { message: message.slice(0, 4000) };
+}

@@ -1,0 +1,66 @@
+/** Shared set-up for this package's tests: a fresh database per file, a quiet logger. */
+import { after } from 'node:test';
+import pg from 'pg';
+import { createTestDatabase, type TestDatabase } from '@sluice/testkit';
+import { Sluice, type Logger, type SluiceOptions } from '../src/index.js';
+
+export interface LogRecord {
+  level: 'error' | 'warn' | 'info' | 'debug';
+  obj: object;
+  msg: string | undefined;
+}
+
+/** A logger that keeps its records, so tests can assert on them. */
+export function memoryLogger(): Logger & { records: LogRecord[] } {
+  const records: LogRecord[] = [];
+  const at = (level: LogRecord['level']) => (obj: object, msg?: string) => void records.push({ level, obj, msg });
+  return { records, error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug') };
+}
+
+// Cleanups run after the whole file, newest first. Registered here, at module load, so
+// the hook belongs to the file and not to whichever test happens to call a helper.
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+after(async () => {
+  for (const fn of cleanups.reverse()) await fn();
+});
+
+/** Run `fn` after every test of the file has finished. */
+export function afterAll(fn: () => Promise<unknown> | unknown): void {
+  cleanups.push(fn);
+}
+
+let database: Promise<TestDatabase> | undefined;
+
+/** This file's database (created on first use, dropped after the file). */
+export function testDatabase(): Promise<TestDatabase> {
+  if (!database) {
+    database = createTestDatabase();
+    afterAll(async () => (await database!).drop());
+  }
+  return database;
+}
+
+/** A Sluice on this file's database, closed after the file. */
+export async function makeSluice(opts: Partial<SluiceOptions> = {}): Promise<Sluice & { log: LogRecord[] }> {
+  const db = await testDatabase();
+  const logger = memoryLogger();
+  const sluice = new Sluice({ connectionString: db.url, logger, ...opts }) as Sluice & { log: LogRecord[] };
+  sluice.log = logger.records;
+  afterAll(() => sluice.close({ timeoutMs: 5000 }));
+  return sluice;
+}
+
+/** A plain client on this file's database, for checks the public API does not offer. */
+export async function sqlClient(): Promise<pg.Client> {
+  const db = await testDatabase();
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  afterAll(() => client.end());
+  return client;
+}
+
+let counter = 0;
+/** A queue name unique within the file. */
+export function uniqueQueue(prefix = 'q'): string {
+  return `${prefix}-${process.pid}-${++counter}`;
+}

@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { SchemaVersionError, Sluice, ValidationError } from '../src/index.js';
+import { makeSluice, sqlClient, testDatabase, memoryLogger } from './helpers.js';
+
+test('the template database is migrated to the latest version; migrate() again applies nothing', async () => {
+  const sluice = await makeSluice();
+  const result = await sluice.migrate();
+  assert.deepEqual(result.applied, []);
+  assert.ok(result.version >= 2);
+});
+
+test('a fresh schema name is created and migrated, concurrently from several instances', async () => {
+  const db = await testDatabase();
+  const instances = [1, 2, 3].map(() => new Sluice({ connectionString: db.url, schema: 'other_schema', logger: memoryLogger() }));
+  try {
+    const results = await Promise.all(instances.map((s) => s.migrate()));
+    const applied = results.flatMap((r) => r.applied).sort();
+    // Each migration was applied exactly once across the racing migrators.
+    assert.deepEqual(applied, Array.from({ length: results[0]!.version }, (_, i) => i + 1));
+    await instances[0]!.queues.put('q1', {});
+    assert.equal((await instances[1]!.queues.get('q1'))?.name, 'q1');
+  } finally {
+    await Promise.all(instances.map((s) => s.close()));
+  }
+});
+
+test('refuses to run against a schema newer than it knows, or one never migrated', async () => {
+  const db = await testDatabase();
+  const client = await sqlClient();
+  await client.query("INSERT INTO sluice.migration (version, name) VALUES (9999, 'from_the_future')");
+  const sluice = new Sluice({ connectionString: db.url, logger: memoryLogger() });
+  try {
+    await assert.rejects(sluice.queues.list(), (err: unknown) => err instanceof SchemaVersionError && /newer/.test(err.message));
+    await assert.rejects(sluice.migrate(), SchemaVersionError);
+  } finally {
+    await client.query('DELETE FROM sluice.migration WHERE version = 9999');
+    await sluice.close();
+  }
+  const fresh = new Sluice({ connectionString: db.url, schema: 'never_migrated', logger: memoryLogger() });
+  try {
+    await assert.rejects(fresh.send('x', {}), (err: unknown) => err instanceof SchemaVersionError && /run sluice.migrate/.test(err.message));
+  } finally {
+    await fresh.close();
+  }
+});
+
+test('schema names are validated', () => {
+  assert.throws(() => new Sluice({ connectionString: 'postgres://x', schema: 'bad"name' }), ValidationError);
+  assert.throws(() => new Sluice({ connectionString: 'postgres://x', schema: 'Upper' }), ValidationError);
+  assert.throws(() => new Sluice({} as never), ValidationError);
+});

@@ -1,0 +1,2 @@
+export { createTestDatabase, adminUrl, type TestDatabase } from './database.js';
+export { waitFor } from './wait.js';

