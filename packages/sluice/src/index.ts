@@ -19,6 +19,7 @@ export type { TickResult } from './maintenance/maintenance.js';
 export type { MigrateResult } from './db/migrate.js';
 export type {
   Job,
+  ClaimedJob,
   JobState,
   JobAttemptError,
   Queue,

@@ -13,10 +13,11 @@ import { assertSchemaCurrent, migrate, type MigrateResult } from './db/migrate.j
 import { channelOf } from './db/sql.js';
 import { ClosedError, ValidationError } from './errors.js';
 import { Maintenance, type TickResult } from './maintenance/maintenance.js';
+import { reportDead } from './queue/dead.js';
 import { Jobs } from './queue/jobs.js';
 import { Queues } from './queue/queues.js';
 import { validateInt, validateQueueName, validateSchemaName } from './queue/validate.js';
-import type { Job, Logger, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
+import type { ClaimedJob, Job, Logger, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
 import { Worker, type Handler, type WorkOptions } from './worker/worker.js';
 
 export interface SluiceOptions {
@@ -170,6 +171,32 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
       },
     );
     return worker;
+  }
+
+  /**
+   * Claim up to `max` jobs without a handler (the pull-worker API, e.g. for workers in
+   * other languages over HTTP). Results must present each job's `leaseToken`.
+   */
+  claim<Q extends keyof Tasks & string>(queue: Q, opts: { max?: number; workerId?: string } = {}): Promise<ClaimedJob<Tasks[Q]>[]> {
+    this.assertOpen();
+    return this.jobs.claim<Tasks[Q]>(queue, opts.max ?? 1, opts.workerId ?? 'pull');
+  }
+
+  /** Complete a claimed job; `LeaseLostError` if the lease was lost. */
+  complete(id: string, leaseToken: string, result?: unknown): Promise<void> {
+    return this.jobs.complete(id, leaseToken, result);
+  }
+
+  /** Fail a claimed job (retry with backoff, or dead); `LeaseLostError` if the lease was lost. */
+  async fail(id: string, leaseToken: string, error: { message: string; name?: string; stack?: string }): Promise<Job> {
+    const job = await this.jobs.fail(id, leaseToken, error);
+    if (job.state === 'dead') reportDead(this.logger, (event, ...args) => this.emit(event, ...args), job);
+    return job;
+  }
+
+  /** Extend a claimed job's lease; returns the new expiry. `LeaseLostError` if the lease was lost. */
+  heartbeat(id: string, leaseToken: string, seconds?: number): Promise<Date> {
+    return this.jobs.heartbeat(id, leaseToken, seconds);
   }
 
   get<T = unknown>(id: string): Promise<Job<T> | null> {

@@ -120,6 +120,9 @@ export interface Job<T = unknown> {
   finishedAt: Date | null;
 }
 
+/** A job handed out by `claim()`: its results must present `leaseToken`. */
+export type ClaimedJob<T = unknown> = Job<T> & { leaseToken: string };
+
 export interface QueueStats {
   queue: string;
   /** Pending and due. */

@@ -64,3 +64,17 @@ let counter = 0;
 export function uniqueQueue(prefix = 'q'): string {
   return `${prefix}-${process.pid}-${++counter}`;
 }
+
+/** A clock tests move by hand; pass `clock.now` as the Sluice `now` option. */
+export function manualClock(start = new Date('2030-01-01T00:00:00Z')) {
+  let t = start.getTime();
+  return {
+    now: () => new Date(t),
+    advance(ms: number) {
+      t += ms;
+    },
+    set(date: Date) {
+      t = date.getTime();
+    },
+  };
+}

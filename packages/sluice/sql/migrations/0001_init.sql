@@ -74,9 +74,10 @@ CREATE INDEX job_finished_idx ON :SCHEMA.job (queue, state, finished_at)
   WHERE state IN ('completed', 'cancelled', 'dead');
 
 -- Exponential backoff with jitter, in milliseconds, for the attempt that just failed
--- (1-based): min(max, base * 2^(attempt-1)) scaled into [1 - jitter, 1].
+-- (1-based): min(max, base * 2^(attempt-1)) scaled into [1 - jitter, 1], rounded to
+-- whole milliseconds.
 CREATE FUNCTION :SCHEMA.backoff_ms(base_ms integer, max_ms integer, jitter real, attempt integer)
 RETURNS double precision LANGUAGE sql VOLATILE AS $$
-  SELECT least(max_ms::double precision, base_ms * power(2::double precision, least(greatest(attempt - 1, 0), 60)))
-         * (1 - jitter * random())
+  SELECT round(least(max_ms::double precision, base_ms * power(2::double precision, least(greatest(attempt - 1, 0), 60)))
+               * (1 - jitter * random()))
 $$;

@@ -24,10 +24,23 @@ export class Db {
   /** Run a named statement on the pool, or on `client` when given (e.g. the caller's transaction). */
   async run<R extends pg.QueryResultRow = any>(name: string, values: unknown[] = [], client?: Queryable): Promise<R[]> {
     const q = this.sql.query(name);
+    const config = { name: q.name, text: q.text, values };
+    if (client) {
+      try {
+        return (await client.query<R>(config)).rows;
+      } catch (err) {
+        throw translate(err);
+      }
+    }
+    // Not pool.query(): it discards the connection on *any* error, and refusals (a full
+    // queue, a key at its limit) are ordinary answers that must not cost a reconnect.
+    const conn = await this.pool.connect();
     try {
-      const result = await (client ?? this.pool).query<R>({ name: q.name, text: q.text, values });
-      return result.rows;
+      const rows = (await conn.query<R>(config)).rows;
+      conn.release();
+      return rows;
     } catch (err) {
+      conn.release(connectionBroken(err) ? (err as Error) : undefined);
       throw translate(err);
     }
   }
@@ -47,6 +60,13 @@ export class Db {
       client.release();
     }
   }
+}
+
+/** True when the error says the connection itself is unusable (not a refused statement). */
+function connectionBroken(err: unknown): boolean {
+  const code = (err as PgError)?.code;
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return true;
+  return code.startsWith('08') || code.startsWith('57P') || code === 'XX000';
 }
 
 interface PgError {

@@ -9,6 +9,7 @@
  * `runOnce()` runs one tick and says whether it ran, so tests drive it directly.
  */
 import type { Db } from '../db/db.js';
+import { reportDead } from '../queue/dead.js';
 import { toJob } from '../queue/rows.js';
 import type { Job, Logger } from '../types.js';
 
@@ -87,11 +88,7 @@ export class Maintenance {
     for (const job of swept) {
       if (job.state === 'dead') {
         dead++;
-        this.deps.logger.error(
-          { queue: job.queue, jobId: job.id, attempts: job.attempts, lastError: 'lease expired' },
-          'sluice: job is dead (attempts spent)',
-        );
-        this.deps.emit('dead', job);
+        reportDead(this.deps.logger, this.deps.emit, job);
       }
     }
     if (swept.length) {

@@ -5,10 +5,10 @@
  * statement fails, so nothing is ever admitted on a failed count.
  */
 import type { Db, Queryable } from '../db/db.js';
-import { InvalidStateError, JobNotFoundError, QueueNotFoundError, ValidationError } from '../errors.js';
-import type { Job, QueueStats, SendManyItem, SendOptions, SendResult } from '../types.js';
+import { InvalidStateError, JobNotFoundError, LeaseLostError, QueueNotFoundError, ValidationError } from '../errors.js';
+import type { ClaimedJob, Job, QueueStats, SendManyItem, SendOptions, SendResult } from '../types.js';
 import { toJob, toQueue, toStats } from './rows.js';
-import { serializePayload, validateQueueName, validateSendOptions } from './validate.js';
+import { serializePayload, validateInt, validateQueueName, validateSendOptions } from './validate.js';
 
 export interface JobsConfig {
   maxPayloadBytes: number;
@@ -79,6 +79,48 @@ export class Jobs {
     return result.map((r) => ({ id: String(r.id), deduplicated: r.deduplicated }));
   }
 
+  /** Claim up to `max` ready jobs (the pull-worker API). Each carries the lease token its results must present. */
+  async claim<T = unknown>(queue: string, max: number, workerId: string): Promise<ClaimedJob<T>[]> {
+    validateQueueName(queue);
+    const limit = validateInt(max, 'max', { min: 1, max: 1000 }) ?? 1;
+    await this.ready();
+    const rows = await this.db.run('JobClaim', [queue, limit, workerId, this.config.now()]);
+    return rows.map((r) => ({ ...toJob<T>(r), leaseToken: r.lease_token as string }));
+  }
+
+  /** Complete a claimed job. Throws `LeaseLostError` if the token no longer holds it. */
+  async complete(id: string, leaseToken: string, result: unknown = null): Promise<void> {
+    const jobId = checkId(id);
+    const token = checkToken(leaseToken);
+    const json = serializePayload(result === undefined ? null : result, this.config.maxPayloadBytes, 'result');
+    await this.ready();
+    const rows = await this.db.run('JobCompleteMany', [[jobId], [token], [json], this.config.now(), this.config.notify]);
+    if (rows.length === 0) throw new LeaseLostError(jobId);
+  }
+
+  /** Fail a claimed job: retried after backoff, or dead when attempts are spent. Returns the job after the change. */
+  async fail(id: string, leaseToken: string, error: { message: string; name?: string; stack?: string }): Promise<Job> {
+    const jobId = checkId(id);
+    const token = checkToken(leaseToken);
+    if (!error || typeof error.message !== 'string') throw new ValidationError('error.message must be a string', 'error');
+    const record = { message: error.message.slice(0, 4000), name: error.name, stack: error.stack?.slice(0, 8000) };
+    await this.ready();
+    const rows = await this.db.run('JobFailMany', [[jobId], [token], [JSON.stringify(record)], this.config.now(), this.config.notify]);
+    if (rows.length === 0) throw new LeaseLostError(jobId);
+    return toJob(rows[0]);
+  }
+
+  /** Extend a claimed job's lease. Throws `LeaseLostError` if the token no longer holds it. */
+  async heartbeat(id: string, leaseToken: string, seconds?: number): Promise<Date> {
+    const jobId = checkId(id);
+    const token = checkToken(leaseToken);
+    const s = validateInt(seconds, 'seconds', { min: 1, max: 7 * 24 * 3600 });
+    await this.ready();
+    const [row] = await this.db.run('JobHeartbeat', [jobId, token, s, this.config.now()]);
+    if (!row) throw new LeaseLostError(jobId);
+    return row.lease_expires_at;
+  }
+
   async get<T = unknown>(id: string): Promise<Job<T> | null> {
     const jobId = checkId(id);
     await this.ready();
@@ -129,6 +171,13 @@ export class Jobs {
     if (!row) return new JobNotFoundError(id);
     return new InvalidStateError(`cannot ${action} job ${id}: it is ${row.state}, and only ${allowed} jobs can be`);
   }
+}
+
+function checkToken(token: unknown): string {
+  if (typeof token !== 'string' || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(token)) {
+    throw new ValidationError('lease token must be the UUID returned by the claim', 'leaseToken');
+  }
+  return token;
 }
 
 function checkId(id: unknown): string {

@@ -20,6 +20,7 @@ import { hostname } from 'node:os';
 import type { Db } from '../db/db.js';
 import type { Listener } from '../db/listener.js';
 import { LeaseLostError, ValidationError } from '../errors.js';
+import { reportDead } from '../queue/dead.js';
 import { toJob } from '../queue/rows.js';
 import { serializePayload, validateInt } from '../queue/validate.js';
 import type { Job, Logger } from '../types.js';
@@ -230,16 +231,8 @@ export class Worker {
 
   private onFailed(jobs: Job[]): void {
     for (const job of jobs) {
-      const last = job.errors[job.errors.length - 1];
-      if (job.state === 'dead') {
-        this.deps.logger.error(
-          { queue: job.queue, jobId: job.id, attempts: job.attempts, lastError: last?.message },
-          'sluice: job is dead (attempts spent)',
-        );
-        this.deps.emit('dead', job);
-      } else {
-        this.deps.emit('failed', job);
-      }
+      if (job.state === 'dead') reportDead(this.deps.logger, this.deps.emit, job);
+      else this.deps.emit('failed', job);
     }
   }
 

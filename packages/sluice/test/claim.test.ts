@@ -1,0 +1,236 @@
+// The claim, retry, lease and fencing rules, driven through the pull API with an
+// injected clock: no sleeps, every step decided by the database.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { LeaseLostError } from '../src/index.js';
+import { makeSluice, manualClock, sqlClient, uniqueQueue } from './helpers.js';
+
+test('delayed jobs never start before runAt; higher priority first; oldest first within a priority', async () => {
+  const clock = manualClock();
+  const sluice = await makeSluice({ now: clock.now });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  const delayed = await sluice.send(q, 'delayed', { delayMs: 60_000 });
+  const at = await sluice.send(q, 'at', { runAt: new Date(clock.now().getTime() + 30_000) });
+  assert.deepEqual(await sluice.claim(q, { max: 10 }), []);
+  clock.advance(29_999);
+  assert.deepEqual(await sluice.claim(q, { max: 10 }), []);
+  clock.advance(1);
+  assert.deepEqual((await sluice.claim(q, { max: 10 })).map((j) => j.id), [at.id]);
+  clock.advance(30_000);
+  assert.deepEqual((await sluice.claim(q, { max: 10 })).map((j) => j.id), [delayed.id]);
+
+  const order: string[] = [];
+  for (const [name, priority] of [['low-1', 0], ['high-1', 5], ['low-2', 0], ['high-2', 5], ['mid', 2]] as const) {
+    clock.advance(1000); // distinct creation and run times: "oldest" is well defined
+    await sluice.send(q, name, { priority });
+  }
+  for (let i = 0; i < 5; i++) order.push(...(await sluice.claim(q, { max: 1 })).map((j) => j.data as string));
+  assert.deepEqual(order, ['high-1', 'high-2', 'mid', 'low-1', 'low-2']);
+});
+
+test('retries: delays grow exponentially with jitter inside the documented bounds, then the job is dead with every error kept', async () => {
+  const clock = manualClock();
+  const sluice = await makeSluice({ now: clock.now });
+  const q = uniqueQueue();
+  const baseMs = 1000;
+  await sluice.queues.put(q, { maxAttempts: 4, backoff: { baseMs, maxMs: 5000, jitter: 0.5 } });
+  const dead: unknown[] = [];
+  sluice.on('dead', (job) => dead.push(job));
+  const { id } = await sluice.send(q, { work: 1 });
+  for (let attempt = 1; attempt <= 4; attempt++) {
+    const [job] = await sluice.claim(q, { max: 1, workerId: `w${attempt}` });
+    assert.ok(job, `attempt ${attempt} was claimed`);
+    assert.equal(job.attempts, attempt);
+    const failedAt = clock.now().getTime();
+    const after = await sluice.fail(job.id, job.leaseToken, { message: `boom ${attempt}`, name: 'Error', stack: 'Error: boom\n    at test' });
+    if (attempt < 4) {
+      assert.equal(after.state, 'pending');
+      const delay = after.runAt.getTime() - failedAt;
+      const full = Math.min(5000, baseMs * 2 ** (attempt - 1));
+      assert.ok(delay >= full * 0.5 && delay <= full, `attempt ${attempt}: delay ${delay} within [${full / 2}, ${full}]`);
+      clock.set(new Date(after.runAt.getTime() - 1));
+      assert.deepEqual(await sluice.claim(q, { max: 1 }), [], 'not claimable before its backoff ends');
+      clock.set(after.runAt);
+    } else {
+      assert.equal(after.state, 'dead');
+    }
+  }
+  const job = await sluice.get(id);
+  assert.equal(job?.state, 'dead');
+  assert.deepEqual(job?.errors.map((e) => [e.attempt, e.message, e.workerId]), [
+    [1, 'boom 1', 'w1'], [2, 'boom 2', 'w2'], [3, 'boom 3', 'w3'], [4, 'boom 4', 'w4'],
+  ]);
+  assert.match(job!.errors[0]!.stack!, /at test/);
+  assert.equal(dead.length, 1);
+  const record = sluice.log.find((r) => r.level === 'error');
+  assert.ok(record, 'an error-level log record for the dead job');
+  assert.deepEqual(record.obj, { queue: q, jobId: id, attempts: 4, lastError: 'boom 4' });
+});
+
+test('fencing: a worker whose lease was swept cannot complete, fail or heartbeat; the new holder\'s result stands', async () => {
+  const clock = manualClock();
+  const sluice = await makeSluice({ now: clock.now });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { leaseSeconds: 30, backoff: { baseMs: 0, maxMs: 0 } });
+  const { id } = await sluice.send(q, {});
+  const [a] = await sluice.claim(q, { workerId: 'A' });
+  assert.ok(a);
+  await sluice.heartbeat(a.id, a.leaseToken); // A may extend while it holds the lease
+  clock.advance(31_000);
+  const tick = await sluice.runMaintenance();
+  assert.deepEqual(tick, { ran: true, swept: 1, dead: 0 });
+  const [b] = await sluice.claim(q, { workerId: 'B' });
+  assert.ok(b);
+  assert.equal(b.id, id);
+  assert.notEqual(b.leaseToken, a.leaseToken);
+  await assert.rejects(sluice.complete(a.id, a.leaseToken, 'from A'), LeaseLostError);
+  await assert.rejects(sluice.fail(a.id, a.leaseToken, { message: 'from A' }), LeaseLostError);
+  await assert.rejects(sluice.heartbeat(a.id, a.leaseToken), LeaseLostError);
+  await sluice.complete(b.id, b.leaseToken, 'from B');
+  const job = await sluice.get(id);
+  assert.equal(job?.state, 'completed');
+  assert.equal(job?.result, 'from B');
+  assert.equal(job?.errors[0]?.name, 'LeaseExpired');
+  assert.equal(job?.errors[0]?.workerId, 'A');
+  await assert.rejects(sluice.complete(b.id, b.leaseToken, 'twice'), LeaseLostError);
+});
+
+test('sweeper sends an expired job with no attempts left to dead, and frees its capacity slot', async () => {
+  const clock = manualClock();
+  const sluice = await makeSluice({ now: clock.now });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { leaseSeconds: 5, maxAttempts: 1, concurrency: 1 });
+  const dead: unknown[] = [];
+  sluice.on('dead', (j) => dead.push(j));
+  const first = await sluice.send(q, 1);
+  await sluice.send(q, 2);
+  assert.equal((await sluice.claim(q, { max: 5 })).length, 1);
+  assert.equal((await sluice.claim(q, { max: 5 })).length, 0, 'the cap of 1 is held');
+  clock.advance(6000);
+  assert.deepEqual(await sluice.runMaintenance(), { ran: true, swept: 1, dead: 1 });
+  assert.equal((await sluice.get(first.id))?.state, 'dead');
+  assert.equal(dead.length, 1);
+  assert.equal((await sluice.claim(q, { max: 5 })).length, 1, 'the slot was freed');
+});
+
+test('fairness: with perKeyConcurrency 1, keys B and C start in the first claim round although A has 1,000 jobs queued first', async () => {
+  const clock = manualClock();
+  const sluice = await makeSluice({ now: clock.now });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { perKeyConcurrency: 1 });
+  await sluice.sendMany(q, Array.from({ length: 1000 }, (_, i) => ({ data: i, key: 'A' })));
+  clock.advance(1000);
+  await sluice.send(q, 'b', { key: 'B' });
+  await sluice.send(q, 'c', { key: 'C' });
+  const first = await sluice.claim(q, { max: 3 });
+  assert.deepEqual(first.map((j) => j.key).sort(), ['A', 'B', 'C']);
+  assert.deepEqual(await sluice.claim(q, { max: 3 }), [], 'every key is at its limit of 1');
+  const a = first.find((j) => j.key === 'A')!;
+  await sluice.complete(a.id, a.leaseToken);
+  const next = await sluice.claim(q, { max: 3 });
+  assert.deepEqual(next.map((j) => j.key), ['A']);
+  assert.equal(next[0]!.data, 1, "A's jobs run oldest first");
+});
+
+test('perKeyConcurrency and a global cap together; jobs without a key take their turn', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { perKeyConcurrency: 2, concurrency: 5 });
+  await sluice.sendMany(q, [
+    ...Array.from({ length: 10 }, () => ({ data: 'x', key: 'X' })),
+    ...Array.from({ length: 10 }, () => ({ data: 'y', key: 'Y' })),
+    ...Array.from({ length: 10 }, () => ({ data: 'none' })),
+  ]);
+  const claimed = await sluice.claim(q, { max: 100 });
+  assert.equal(claimed.length, 5, 'the global cap');
+  const byKey = (k: string | null) => claimed.filter((j) => j.key === k).length;
+  assert.ok(byKey('X') <= 2 && byKey('Y') <= 2);
+  assert.ok(byKey(null) >= 1);
+});
+
+test('a paused queue accepts jobs but hands none out until resumed', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { paused: true });
+  await sluice.send(q, {});
+  assert.deepEqual(await sluice.claim(q), []);
+  await sluice.queues.resume(q);
+  assert.equal((await sluice.claim(q)).length, 1);
+});
+
+test('stats count every state and the lag of the oldest ready job', async () => {
+  const clock = manualClock();
+  const sluice = await makeSluice({ now: clock.now });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 7, maxAttempts: 1 });
+  await sluice.send(q, 'ready-1');
+  clock.advance(10_000);
+  await sluice.send(q, 'ready-2');
+  await sluice.send(q, 'later', { delayMs: 60_000 });
+  const toCancel = await sluice.send(q, 'cancel');
+  await sluice.cancel(toCancel.id);
+  const [a] = await sluice.claim(q);
+  await sluice.complete(a!.id, a!.leaseToken);
+  await sluice.send(q, 'dies');
+  const [b, c] = await sluice.claim(q, { max: 2 });
+  await sluice.fail(c!.id, c!.leaseToken, { message: 'x' });
+  clock.advance(5000);
+  const stats = await sluice.stats(q);
+  assert.deepEqual(stats, {
+    queue: q, ready: 0, scheduled: 1, active: 1, completed: 1, cancelled: 1, dead: 1,
+    oldestReadyAgeSeconds: 0, concurrency: 7, paused: false,
+  });
+  assert.ok(b);
+  await sluice.send(q, 'lagging');
+  clock.advance(12_000);
+  assert.equal((await sluice.stats(q)).oldestReadyAgeSeconds, 12);
+});
+
+test('fail closed: when the claim cannot take its lock in time, nothing is claimed; when admission cannot count, nothing is sent', async () => {
+  const sluice = await makeSluice({ statementTimeoutMs: 300 });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 2, maxPending: 100 });
+  await sluice.send(q, {});
+  const holder = await sqlClient();
+  await holder.query('BEGIN');
+  await holder.query("SELECT pg_advisory_xact_lock(hashtext('sluice.claim'), hashtext($1))", [q]);
+  await holder.query("SELECT pg_advisory_xact_lock(hashtext('sluice.pending'), hashtext($1))", [q]);
+  try {
+    await assert.rejects(sluice.claim(q, { max: 2 }), /statement timeout/);
+    await assert.rejects(sluice.send(q, {}), /statement timeout/);
+    const { rows } = await holder.query("SELECT state, count(*)::int AS n FROM sluice.job WHERE queue = $1 GROUP BY state", [q]);
+    assert.deepEqual(rows, [{ state: 'pending', n: 1 }], 'nothing claimed, nothing added');
+  } finally {
+    await holder.query('ROLLBACK');
+  }
+  assert.equal((await sluice.claim(q, { max: 2 })).length, 1);
+});
+
+test('fail closed: with the database unreachable, sends and claims throw', async () => {
+  const { Sluice } = await import('../src/index.js');
+  const { memoryLogger } = await import('./helpers.js');
+  const sluice = new Sluice({ connectionString: 'postgres://nobody@127.0.0.1:1/none', logger: memoryLogger() });
+  try {
+    await assert.rejects(sluice.send('q', {}), /ECONNREFUSED|connect/);
+    await assert.rejects(sluice.claim('q'), /ECONNREFUSED|connect/);
+  } finally {
+    await sluice.close();
+  }
+});
+
+test('maintenance: a tick never overlaps itself, and runs in one process at a time across the cluster', async () => {
+  const sluice = await makeSluice();
+  const [one, two] = await Promise.all([sluice.runMaintenance(), sluice.runMaintenance()]);
+  assert.deepEqual([one.ran, two.ran].sort(), [false, true]);
+  assert.equal((one.ran ? two : one).skipped, 'overlap');
+  const other = await sqlClient();
+  await other.query('BEGIN');
+  await other.query("SELECT pg_advisory_xact_lock(hashtext('sluice.maintenance'))");
+  try {
+    assert.deepEqual(await sluice.runMaintenance(), { ran: false, skipped: 'locked', swept: 0, dead: 0 });
+  } finally {
+    await other.query('ROLLBACK');
+  }
+  assert.equal((await sluice.runMaintenance()).ran, true);
+});

@@ -1,0 +1,273 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pg from 'pg';
+import { KeyLimitError, QueueFullError, QueueNotFoundError, ValidationError } from '../src/index.js';
+import { makeSluice, sqlClient, testDatabase, uniqueQueue } from './helpers.js';
+
+async function jobCount(queue: string): Promise<number> {
+  const client = await sqlClient();
+  const { rows } = await client.query('SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1', [queue]);
+  return rows[0].n;
+}
+
+test('send stores the job with its options; get returns it', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { maxAttempts: 3 });
+  const { id, deduplicated } = await sluice.send(q, { hello: 'world', n: [1, 2] }, { key: 'user-1', priority: 7 });
+  assert.equal(deduplicated, false);
+  const job = await sluice.get(id);
+  assert.ok(job);
+  assert.equal(job.state, 'pending');
+  assert.deepEqual(job.data, { hello: 'world', n: [1, 2] });
+  assert.equal(job.key, 'user-1');
+  assert.equal(job.priority, 7);
+  assert.equal(job.maxAttempts, 3);
+  assert.equal(job.attempts, 0);
+  assert.equal(await sluice.get('999999999'), null);
+});
+
+test('bad input is refused with a ValidationError and nothing is written', async () => {
+  const sluice = await makeSluice({ maxPayloadBytes: 1000 });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  const cases: [string, () => Promise<unknown>, RegExp][] = [
+    ['invalid queue name', () => sluice.send('bad name!' as string, {}), /queue name/],
+    ['injection-looking name', () => sluice.send("x'; DROP TABLE sluice.job; --", {}), /queue name/],
+    ['payload over the limit', () => sluice.send(q, { big: 'x'.repeat(2000) }), /over the limit of 1000/],
+    ['NaN', () => sluice.send(q, { n: NaN }), /data\.n is NaN/],
+    ['Infinity', () => sluice.send(q, [1, Infinity]), /data\[1\] is Infinity/],
+    ['BigInt', () => sluice.send(q, { n: 1n }), /BigInt/],
+    ['function', () => sluice.send(q, { f: () => 1 }), /function/],
+    ['undefined property', () => sluice.send(q, { a: undefined }), /undefined/],
+    ['cycle', () => sluice.send(q, cyclic), /cycle/],
+    ['NUL in a string', () => sluice.send(q, { s: 'a\u0000b' }), /NUL/],
+    ['negative priority is fine, fractional is not', () => sluice.send(q, {}, { priority: 1.5 }), /priority must be an integer/],
+    ['negative delay', () => sluice.send(q, {}, { delayMs: -1 }), /delayMs/],
+    ['runAt and delayMs', () => sluice.send(q, {}, { delayMs: 1, runAt: new Date() }), /not both/],
+    ['invalid date', () => sluice.send(q, {}, { runAt: new Date('nope') }), /runAt/],
+    ['zero maxAttempts', () => sluice.send(q, {}, { maxAttempts: 0 }), /maxAttempts/],
+    ['empty key', () => sluice.send(q, {}, { key: '' }), /key must be/],
+    ['unknown option', () => sluice.send(q, {}, { prority: 1 } as never), /unknown send option "prority"/],
+    ['bad policy', () => sluice.queues.put(q, { concurrency: -1 }), /concurrency must be an integer/],
+    ['unknown policy field', () => sluice.queues.put(q, { concurency: 3 } as never), /unknown policy field/],
+    ['backoff max below base', () => sluice.queues.put(q, { backoff: { baseMs: 10, maxMs: 5 } }), /maxMs/],
+    ['bulk item without data object', () => sluice.sendMany(q, [null as never]), /items\[0\]/],
+    ['bad job id', () => sluice.get('1; DROP'), /not a valid id/],
+  ];
+  for (const [name, fn, message] of cases) {
+    await assert.rejects(fn, (err: unknown) => err instanceof ValidationError && message.test(err.message), name);
+  }
+  assert.equal(await jobCount(q), 0);
+  assert.equal((await sluice.queues.get(q))?.concurrency, null, 'the bad policy did not change the queue');
+});
+
+test('unknown queues are refused with QueueNotFoundError', async () => {
+  const sluice = await makeSluice();
+  await assert.rejects(sluice.send('no-such-queue', {}), QueueNotFoundError);
+  await assert.rejects(sluice.sendMany('no-such-queue', [{ data: 1 }]), QueueNotFoundError);
+  await assert.rejects(sluice.stats('no-such-queue'), QueueNotFoundError);
+  await assert.rejects(sluice.queues.pause('no-such-queue'), QueueNotFoundError);
+});
+
+test('send inside the caller transaction: rolled back with it, visible after commit', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  const client = await sqlClient();
+  await client.query('BEGIN');
+  const rolledBack = await sluice.send(q, { a: 1 }, { client });
+  await client.query('ROLLBACK');
+  assert.equal(await sluice.get(rolledBack.id), null);
+  await client.query('BEGIN');
+  const kept = await sluice.send(q, { a: 2 }, { client });
+  assert.equal(await sluice.get(kept.id), null, 'not visible before commit');
+  await client.query('COMMIT');
+  assert.equal((await sluice.get(kept.id))?.state, 'pending');
+});
+
+test('maxPerKey: a 4th job of a key is refused, other keys are not, and a finished job frees a place', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { maxPerKey: 3, retryAfterSeconds: 7 });
+  for (let i = 0; i < 3; i++) await sluice.send(q, { i }, { key: 'alice' });
+  await assert.rejects(sluice.send(q, {}, { key: 'alice' }), (err: unknown) => {
+    assert.ok(err instanceof KeyLimitError);
+    assert.equal(err.key, 'alice');
+    assert.equal(err.queue, q);
+    assert.equal(err.retryAfterSeconds, 7);
+    return true;
+  });
+  await sluice.send(q, {}, { key: 'bob' });
+  await sluice.send(q, {}); // no key: not limited per key
+  // Finish one of alice's jobs: a place frees up.
+  const completed = new Promise<void>((resolve) => sluice.once('completed', () => resolve()));
+  let first = true;
+  const worker = sluice.work(q, { concurrency: 1 }, async (_job, ctx) => {
+    if (first) {
+      first = false;
+      return 'done';
+    }
+    // Hold every later job until the worker stops; it is then released back to pending.
+    await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+    throw new Error('stopped');
+  });
+  await completed;
+  await worker.stop({ timeoutMs: 50 });
+  await sluice.send(q, {}, { key: 'alice' });
+  await assert.rejects(sluice.send(q, {}, { key: 'alice' }), KeyLimitError);
+});
+
+test('maxPerKey is exact under concurrency: 50 concurrent sends for one key over many connections admit exactly 3', async () => {
+  const db = await testDatabase();
+  const sluice = await makeSluice({ maxPoolSize: 25 });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { maxPerKey: 3 });
+  const results = await Promise.allSettled(Array.from({ length: 50 }, () => sluice.send(q, {}, { key: 'k' })));
+  const admitted = results.filter((r) => r.status === 'fulfilled').length;
+  const refused = results.filter((r) => r.status === 'rejected' && r.reason instanceof KeyLimitError).length;
+  assert.equal(admitted, 3);
+  assert.equal(refused, 47);
+  assert.equal(await jobCount(q), 3);
+  assert.ok(db.url);
+});
+
+test('maxPending sheds exactly: 1,000 concurrent sends over several connections admit 200; running jobs untouched', async () => {
+  const sluice = await makeSluice({ maxPoolSize: 20 });
+  const other = await makeSluice({ maxPoolSize: 20 });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { maxPending: 200, retryAfterSeconds: 3 });
+  // One job already running: shedding must not touch it.
+  const { id: runningId } = await sluice.send(q, { running: true });
+  let release!: () => void;
+  const started = new Promise<void>((resolve) => {
+    sluice.work(q, { concurrency: 1 }, (job) => {
+      resolve();
+      return job.data && (job.data as { running?: boolean }).running ? new Promise<void>((r) => (release = r)) : undefined;
+    });
+  });
+  await started;
+  await sluice.queues.pause(q); // keep the rest pending so the depth only grows
+  const results = await Promise.allSettled(
+    Array.from({ length: 1000 }, (_, i) => (i % 2 ? sluice : other).send(q, { i })),
+  );
+  const admitted = results.filter((r) => r.status === 'fulfilled').length;
+  const shed = results.filter((r) => r.status === 'rejected' && r.reason instanceof QueueFullError);
+  assert.equal(admitted, 200);
+  assert.equal(shed.length, 800);
+  assert.equal((shed[0] as PromiseRejectedResult).reason.retryAfterSeconds, 3);
+  const running = await sluice.get(runningId);
+  assert.equal(running?.state, 'active');
+  release();
+  const stats = await sluice.stats(q);
+  assert.equal(stats.ready, 200);
+});
+
+test('delayed sends do not count as ready depth but are still refused while the queue is full', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { maxPending: 2 });
+  await sluice.send(q, {}, { delayMs: 60_000 });
+  await sluice.send(q, {});
+  await sluice.send(q, {});
+  await assert.rejects(sluice.send(q, {}, { delayMs: 60_000 }), QueueFullError);
+  const stats = await sluice.stats(q);
+  assert.equal(stats.ready, 2);
+  assert.equal(stats.scheduled, 1);
+});
+
+test('singleton: concurrent sends with one key create one job; after it finishes a new one can be sent', async () => {
+  const sluice = await makeSluice({ maxPoolSize: 20 });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  const results = await Promise.all(Array.from({ length: 30 }, () => sluice.send(q, {}, { singletonKey: 'only-one' })));
+  const ids = new Set(results.map((r) => r.id));
+  assert.equal(ids.size, 1);
+  assert.equal(results.filter((r) => !r.deduplicated).length, 1);
+  assert.equal(await jobCount(q), 1);
+  const [id] = ids;
+  await sluice.cancel(id!);
+  const again = await sluice.send(q, {}, { singletonKey: 'only-one' });
+  assert.notEqual(again.id, id);
+  assert.equal(again.deduplicated, false);
+});
+
+test('singleton hits do not count against shedding', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { maxPending: 1 });
+  const first = await sluice.send(q, {}, { singletonKey: 's' });
+  const dup = await sluice.send(q, {}, { singletonKey: 's' });
+  assert.deepEqual(dup, { id: first.id, deduplicated: true });
+});
+
+test('sendMany inserts in order, dedupes singletons within the batch and against the table', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  const existing = await sluice.send(q, { pre: true }, { singletonKey: 'a' });
+  const results = await sluice.sendMany(q, [
+    { data: 1 },
+    { data: 2, singletonKey: 'a' },
+    { data: 3, singletonKey: 'b' },
+    { data: 4, singletonKey: 'b' },
+    { data: 5, key: 'k', priority: 3, delayMs: 1000 },
+  ]);
+  assert.equal(results.length, 5);
+  assert.deepEqual(results[1], { id: existing.id, deduplicated: true });
+  assert.equal(results[2]!.deduplicated, false);
+  assert.deepEqual(results[3], { id: results[2]!.id, deduplicated: true });
+  assert.equal((await sluice.get(results[0]!.id))?.data, 1);
+  const fifth = await sluice.get(results[4]!.id);
+  assert.equal(fifth?.data, 5);
+  assert.equal(fifth?.priority, 3);
+  assert.equal(await jobCount(q), 4);
+});
+
+test('sendMany admission is all-or-nothing', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { maxPending: 10, maxPerKey: 2 });
+  await sluice.sendMany(q, Array.from({ length: 8 }, (_, i) => ({ data: i })));
+  await assert.rejects(sluice.sendMany(q, Array.from({ length: 3 }, (_, i) => ({ data: i }))), QueueFullError);
+  assert.equal(await jobCount(q), 8);
+  await sluice.queues.put(q, { maxPending: 100, maxPerKey: 2 });
+  await assert.rejects(
+    sluice.sendMany(q, [{ data: 1, key: 'x' }, { data: 2, key: 'y' }, { data: 3, key: 'y' }, { data: 4, key: 'y' }]),
+    (err: unknown) => err instanceof KeyLimitError && err.key === 'y',
+  );
+  assert.equal(await jobCount(q), 8, 'not even the job of key x was inserted');
+  await sluice.sendMany(q, [{ data: 1, key: 'x' }, { data: 2, key: 'y' }, { data: 3, key: 'y' }]);
+  assert.equal(await jobCount(q), 11);
+});
+
+test('cancel and replay follow the state machine', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  const { id } = await sluice.send(q, {});
+  const cancelled = await sluice.cancel(id);
+  assert.equal(cancelled.state, 'cancelled');
+  await assert.rejects(sluice.cancel(id), /cannot cancel job .* it is cancelled/);
+  const replayed = await sluice.replay(id);
+  assert.equal(replayed.state, 'pending');
+  assert.equal(replayed.attempts, 0);
+  await assert.rejects(sluice.replay(id), /cannot replay job .* it is pending/);
+  await assert.rejects(sluice.replay('424242424'), /does not exist/);
+});
+
+test('a pg pool passed in is used and not closed by close()', async () => {
+  const db = await testDatabase();
+  const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  const { Sluice } = await import('../src/index.js');
+  const sluice = new Sluice({ pool, logger: (await import('./helpers.js')).memoryLogger() });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  await sluice.send(q, { via: 'pool' });
+  await sluice.close();
+  const { rows } = await pool.query('SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1', [q]);
+  assert.equal(rows[0].n, 1);
+  await pool.end();
+});
