@@ -275,6 +275,7 @@ export class Worker {
     const leftovers = [...this.running.values()];
     for (const entry of leftovers) {
       entry.released = true;
+      if (entry.leaseTimer) clearTimeout(entry.leaseTimer);
       entry.controller.abort(new Error('worker stopped before the job finished'));
     }
     await Promise.all(leftovers.map((e) => this.release(e.job.id, e.token)));

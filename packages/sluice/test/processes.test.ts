@@ -1,0 +1,127 @@
+// Guarantees across several real worker processes: no job runs twice, the global cap is
+// exact (and used), and a killed worker's job is swept, retried and its slot reused.
+import assert from 'node:assert/strict';
+import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { waitFor } from '@sluice/testkit';
+import { makeSluice, sqlClient, testDatabase, uniqueQueue } from './helpers.js';
+
+const FIXTURE = fileURLToPath(new URL('./fixtures/worker-process.ts', import.meta.url));
+
+interface Child {
+  proc: ChildProcess;
+  messages: { type: string; id?: string; peak?: number }[];
+}
+
+async function spawnWorker(config: Record<string, unknown>): Promise<Child> {
+  const proc = fork(FIXTURE, [], {
+    execArgv: ['--import', 'tsx', '--conditions=development'],
+    env: { ...process.env, SLUICE_FIXTURE: JSON.stringify(config) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const child: Child = { proc, messages: [] };
+  proc.on('message', (m: Child['messages'][number]) => child.messages.push(m));
+  await waitFor(() => child.messages.some((m) => m.type === 'ready'), { timeoutMs: 60_000, message: 'child ready' });
+  return child;
+}
+
+async function stopWorker(child: Child): Promise<{ peak?: number }> {
+  const exited = once(child.proc, 'exit');
+  child.proc.send({ type: 'stop' });
+  await exited;
+  return child.messages.find((m) => m.type === 'stopped') ?? {};
+}
+
+async function prepareSpanTable() {
+  const client = await sqlClient();
+  await client.query('CREATE TABLE IF NOT EXISTS span (job_id bigint, pid int, start_ns bigint, end_ns bigint)');
+  return client;
+}
+
+test('claim race: 7 worker processes, 5,000 jobs: every job runs, none twice', async () => {
+  const db = await testDatabase();
+  const sluice = await makeSluice();
+  const client = await prepareSpanTable();
+  const q = uniqueQueue('race');
+  await sluice.queues.put(q, {});
+  for (let i = 0; i < 5; i++) await sluice.sendMany(q, Array.from({ length: 1000 }, (_, j) => ({ data: i * 1000 + j })));
+  const children = await Promise.all(
+    Array.from({ length: 7 }, () => spawnWorker({ url: db.url, queue: q, mode: 'record', concurrency: 10 })),
+  );
+  await waitFor(async () => (await sluice.stats(q)).completed === 5000, { timeoutMs: 120_000, message: '5,000 completed' });
+  await Promise.all(children.map(stopWorker));
+  const { rows } = await client.query(
+    `SELECT count(*)::int AS runs, count(DISTINCT job_id)::int AS jobs, count(DISTINCT pid)::int AS pids
+     FROM span WHERE job_id IN (SELECT id FROM sluice.job WHERE queue = $1)`,
+    [q],
+  );
+  assert.deepEqual(rows[0], { runs: 5000, jobs: 5000, pids: 7 });
+  const attempts = await client.query('SELECT max(attempts)::int AS max FROM sluice.job WHERE queue = $1', [q]);
+  assert.equal(attempts.rows[0].max, 1);
+});
+
+test('exact global cap: 7 processes × 20 local slots against a cap of 40; overlap never above 40 and reaches at least 38', async () => {
+  const db = await testDatabase();
+  const sluice = await makeSluice();
+  const client = await prepareSpanTable();
+  const q = uniqueQueue('cap');
+  await sluice.queues.put(q, { concurrency: 40 });
+  await sluice.sendMany(q, Array.from({ length: 2000 }, (_, i) => ({ data: i })));
+  const children = await Promise.all(
+    Array.from({ length: 7 }, () => spawnWorker({ url: db.url, queue: q, mode: 'record', concurrency: 20 })),
+  );
+  // Sample the engine's own count while the run goes on.
+  let sampledPeak = 0;
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      const { rows } = await client.query("SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND state = 'active'", [q]);
+      sampledPeak = Math.max(sampledPeak, rows[0].n);
+    }
+  })();
+  await waitFor(async () => (await sluice.stats(q)).completed === 2000, { timeoutMs: 120_000, message: '2,000 completed' });
+  sampling = false;
+  await sampler;
+  await Promise.all(children.map(stopWorker));
+  const { rows } = await client.query(
+    `SELECT max(running)::int AS overlap FROM (
+       SELECT sum(delta) OVER (ORDER BY t, delta, job_id) AS running FROM (
+         SELECT start_ns AS t, 1 AS delta, job_id FROM span WHERE job_id IN (SELECT id FROM sluice.job WHERE queue = $1)
+         UNION ALL
+         SELECT end_ns, -1, job_id FROM span WHERE job_id IN (SELECT id FROM sluice.job WHERE queue = $1)
+       ) edges
+     ) timeline`,
+    [q],
+  );
+  const overlap = rows[0].overlap;
+  assert.ok(overlap <= 40, `handler overlap ${overlap} never exceeds the cap`);
+  assert.ok(overlap >= 38, `handler overlap ${overlap} reaches the cap at saturation`);
+  assert.ok(sampledPeak <= 40 && sampledPeak >= 38, `sampled active count ${sampledPeak}`);
+});
+
+test('sweeper: a SIGKILLed worker\'s jobs are retried by another process after the lease, and the freed slots are used again', async () => {
+  const db = await testDatabase();
+  const sluice = await makeSluice();
+  const q = uniqueQueue('sweep');
+  await sluice.queues.put(q, { concurrency: 2, leaseSeconds: 2, backoff: { baseMs: 0, maxMs: 0 } });
+  const victims = await sluice.sendMany(q, [{ data: 'v1' }, { data: 'v2' }]);
+  const doomed = await spawnWorker({ url: db.url, queue: q, mode: 'hang', concurrency: 2 });
+  await waitFor(() => doomed.messages.filter((m) => m.type === 'started').length === 2, { message: 'both jobs started' });
+  doomed.proc.kill('SIGKILL');
+  await once(doomed.proc, 'exit');
+  const more = await sluice.sendMany(q, Array.from({ length: 6 }, (_, i) => ({ data: i })));
+  assert.equal((await sluice.stats(q)).active, 2, 'the dead worker still holds both slots until the sweep');
+  const survivor = await spawnWorker({ url: db.url, queue: q, mode: 'sleep', sleepMs: 150, concurrency: 5, maintenanceIntervalMs: 500 });
+  await waitFor(async () => (await sluice.stats(q)).completed === 8, { timeoutMs: 60_000, message: 'all 8 jobs completed' });
+  const { peak } = await stopWorker(survivor);
+  assert.equal(peak, 2, 'the survivor ran 2 at once: capacity returned to the cap');
+  for (const { id } of victims) {
+    const job = await sluice.get(id);
+    assert.equal(job?.state, 'completed');
+    assert.equal(job?.attempts, 2);
+    assert.equal(job?.errors[0]?.name, 'LeaseExpired');
+  }
+  for (const { id } of more) assert.equal((await sluice.get(id))?.attempts, 1);
+});

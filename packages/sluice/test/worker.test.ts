@@ -1,0 +1,210 @@
+// The worker loop in one process: results, retries, leases, cancellation, graceful stop
+// and wake-ups. Cross-process guarantees live in processes.test.ts.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { waitFor } from '@sluice/testkit';
+import { LeaseLostError, type Job } from '../src/index.js';
+import { makeSluice, uniqueQueue } from './helpers.js';
+
+test('a worker runs jobs, stores their results and emits completed', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  const completed: string[] = [];
+  sluice.on('completed', (e: { ids: string[] }) => completed.push(...e.ids));
+  const ids = (await sluice.sendMany(q, [1, 2, 3].map((n) => ({ data: { n } })))).map((r) => r.id);
+  const worker = sluice.work(q, { concurrency: 2 }, (job) => ({ doubled: (job.data as { n: number }).n * 2 }));
+  await waitFor(() => completed.length === 3, { message: 'three completions' });
+  await worker.stop();
+  for (const [i, id] of ids.entries()) {
+    const job = await sluice.get(id);
+    assert.equal(job?.state, 'completed');
+    assert.deepEqual(job?.result, { doubled: (i + 1) * 2 });
+    assert.ok(job?.startedAt && job.finishedAt && job.finishedAt >= job.startedAt);
+  }
+});
+
+test('typed payloads flow from send to the handler', async () => {
+  const { Sluice } = await import('../src/index.js');
+  type Tasks = { email: { to: string; subject: string } };
+  const base = await makeSluice();
+  const sluice = new Sluice<Tasks>({ pool: base.pool, logger: base.logger });
+  await sluice.queues.put('email', {});
+  // @ts-expect-error a payload of the wrong shape does not compile
+  void (() => sluice.send('email', { to: 1 }));
+  await sluice.send('email', { to: 'a@example.com', subject: 'hi' });
+  const seen = await new Promise<string>((resolve) => {
+    const w = sluice.work('email', { concurrency: 1 }, async (job) => {
+      resolve(job.data.to.toUpperCase());
+      void w.stop();
+    });
+  });
+  assert.equal(seen, 'A@EXAMPLE.COM');
+  await sluice.close();
+});
+
+test('a throwing handler is retried, then the job is dead with an error-level record and a dead event', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { maxAttempts: 3, backoff: { baseMs: 0, maxMs: 0 } });
+  const dead = new Promise<Job>((resolve) => sluice.once('dead', resolve));
+  const { id } = await sluice.send(q, {});
+  let calls = 0;
+  const worker = sluice.work(q, { concurrency: 1, pollIntervalMs: 20 }, () => {
+    calls++;
+    throw new TypeError(`failure ${calls}`);
+  });
+  const job = await dead;
+  await worker.stop();
+  assert.equal(job.id, id);
+  assert.equal(calls, 3);
+  assert.deepEqual(job.errors.map((e) => [e.attempt, e.name, e.message]), [
+    [1, 'TypeError', 'failure 1'], [2, 'TypeError', 'failure 2'], [3, 'TypeError', 'failure 3'],
+  ]);
+  assert.match(job.errors[2]!.stack ?? '', /worker\.test\.ts/);
+  assert.ok(sluice.log.some((r) => r.level === 'error' && (r.obj as { jobId?: string }).jobId === id));
+});
+
+test('a result JSON cannot hold fails the job instead of being stored wrongly', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { maxAttempts: 1 });
+  const dead = new Promise<Job>((resolve) => sluice.once('dead', resolve));
+  await sluice.send(q, {});
+  const worker = sluice.work(q, {}, () => ({ n: 10n }));
+  const job = await dead;
+  await worker.stop();
+  assert.match(job.errors[0]!.message, /result\.n is a BigInt/);
+});
+
+test('heartbeats extend the lease; when the lease runs out the handler is aborted with LeaseLostError', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { leaseSeconds: 1 });
+  await sluice.send(q, {});
+  const reason = await new Promise<unknown>((resolve) => {
+    const worker = sluice.work(q, { concurrency: 1 }, async (job, ctx) => {
+      const before = (await sluice.get(job.id))!.leaseExpiresAt!;
+      await ctx.heartbeat(120);
+      const after = (await sluice.get(job.id))!.leaseExpiresAt!;
+      assert.ok(after.getTime() - before.getTime() > 100_000, 'the heartbeat moved the expiry');
+      await ctx.heartbeat(1);
+      await new Promise((r) => ctx.signal.addEventListener('abort', r));
+      resolve(ctx.signal.reason);
+      void worker.stop({ timeoutMs: 0 });
+    });
+  });
+  assert.ok(reason instanceof LeaseLostError);
+});
+
+test('cancelling a running job fences it out: its heartbeat throws, its signal aborts, its result is ignored', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  const { id } = await sluice.send(q, {});
+  const lost = new Promise<{ ids: string[] }>((resolve) => sluice.once('lease-lost', resolve));
+  let cancel!: () => void;
+  const cancelled = new Promise<void>((r) => (cancel = r));
+  const outcome = new Promise<{ heartbeat: unknown; aborted: boolean }>((resolve) => {
+    sluice.work(q, { concurrency: 1 }, async (_job, ctx) => {
+      cancel();
+      await waitFor(async () => (await sluice.get(id))?.state === 'cancelled', { message: 'cancelled' });
+      const heartbeat = await ctx.heartbeat().then(() => null, (e) => e);
+      resolve({ heartbeat, aborted: ctx.signal.aborted });
+      return 'late result';
+    });
+  });
+  await cancelled;
+  await sluice.cancel(id);
+  const { heartbeat, aborted } = await outcome;
+  assert.ok(heartbeat instanceof LeaseLostError);
+  assert.equal(aborted, true);
+  assert.deepEqual((await lost).ids, [id]);
+  const job = await sluice.get(id);
+  assert.equal(job?.state, 'cancelled');
+  assert.equal(job?.result, null);
+});
+
+test('the local seatbelt: a worker never runs more than its concurrency at once', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  await sluice.sendMany(q, Array.from({ length: 60 }, (_, i) => ({ data: i })));
+  let running = 0;
+  let peak = 0;
+  let done = 0;
+  const worker = sluice.work(q, { concurrency: 4 }, async () => {
+    peak = Math.max(peak, ++running);
+    await new Promise((r) => setImmediate(r));
+    running--;
+    done++;
+  });
+  await waitFor(() => done === 60, { message: '60 jobs done' });
+  await worker.stop();
+  assert.equal(peak, 4);
+});
+
+test('graceful stop: in-flight jobs finish and are completed; nothing is claimed after stop begins', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  const first = await sluice.sendMany(q, [1, 2, 3].map((n) => ({ data: n })));
+  let started = 0;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const worker = sluice.work(q, { concurrency: 3 }, async () => {
+    started++;
+    await gate;
+    return 'finished';
+  });
+  await waitFor(() => started === 3, { message: 'three jobs started' });
+  const stopping = worker.stop({ timeoutMs: 30_000 });
+  const later = await sluice.send(q, 'after stop');
+  release();
+  await stopping;
+  for (const { id } of first) assert.equal((await sluice.get(id))?.state, 'completed');
+  assert.equal((await sluice.get(later.id))?.state, 'pending');
+  assert.equal(started, 3);
+});
+
+test('a stop that times out aborts and releases the jobs still running, without counting the attempt', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  const { id } = await sluice.send(q, {});
+  let signal!: AbortSignal;
+  const worker = sluice.work(q, { concurrency: 1 }, async (_job, ctx) => {
+    signal = ctx.signal;
+    await new Promise(() => undefined); // ignores its signal
+  });
+  await waitFor(() => signal, { message: 'job started' });
+  await worker.stop({ timeoutMs: 10 });
+  assert.equal(signal.aborted, true);
+  const job = await sluice.get(id);
+  assert.equal(job?.state, 'pending');
+  assert.equal(job?.attempts, 0);
+});
+
+test('wake-ups: with notifications on, an idle worker picks up a new job without waiting for its poll', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  const seen: string[] = [];
+  const worker = sluice.work(q, { concurrency: 1, pollIntervalMs: 3_600_000 }, (job) => void seen.push(job.id));
+  // The worker's first claim finds nothing; the job then arrives by notification only.
+  await waitFor(() => worker.isRunning, { message: 'worker started' });
+  const { id } = await sluice.send(q, {});
+  await waitFor(() => seen.includes(id), { message: 'job picked up by notification', timeoutMs: 20_000 });
+  await worker.stop();
+});
+
+test('wake-ups: with notifications off, polling alone drains the queue (as behind PgBouncer in transaction mode)', async () => {
+  const sluice = await makeSluice({ notify: false });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 2 });
+  const seen = new Set<string>();
+  const worker = sluice.work(q, { concurrency: 5, pollIntervalMs: 25 }, (job) => void seen.add(job.id));
+  const ids = (await sluice.sendMany(q, Array.from({ length: 20 }, (_, i) => ({ data: i })))).map((r) => r.id);
+  await waitFor(() => ids.every((id) => seen.has(id)), { message: 'all 20 jobs run by polling' });
+  await worker.stop();
+});
