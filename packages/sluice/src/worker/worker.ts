@@ -77,6 +77,7 @@ export class Worker {
   private readonly completer: Completer;
   private claiming: Promise<void> | null = null;
   private claimAgain = false;
+  private claimScheduled = false;
   private idle = false;
   private claimFailures = 0;
   private pollTimer: NodeJS.Timeout | null = null;
@@ -130,6 +131,19 @@ export class Worker {
   private wake(): void {
     this.idle = false;
     this.claimSoon();
+  }
+
+  /**
+   * Slots freed in the same tick (a batch of jobs finishing together) are claimed with
+   * one statement instead of one claim per slot.
+   */
+  private claimAfterTick(): void {
+    if (this.claimScheduled) return;
+    this.claimScheduled = true;
+    setImmediate(() => {
+      this.claimScheduled = false;
+      this.claimSoon();
+    });
   }
 
   private claimSoon(): void {
@@ -225,7 +239,7 @@ export class Worker {
       if (entry.leaseTimer) clearTimeout(entry.leaseTimer);
       this.running.delete(job.id);
       this.slotFreed?.();
-      this.claimSoon();
+      this.claimAfterTick();
     }
   }
 
