@@ -16,6 +16,8 @@ export {
 } from './errors.js';
 export type { Worker, WorkOptions, Handler, JobContext } from './worker/worker.js';
 export type { TickResult } from './maintenance/maintenance.js';
+export type { Schedule, SchedulePolicy, CatchUp } from './maintenance/schedules.js';
+export type { DeadLetterFilter, DeadLetterPage } from './queue/dead-letters.js';
 export type { MigrateResult } from './db/migrate.js';
 export type {
   Job,
@@ -25,6 +27,7 @@ export type {
   Queue,
   QueuePolicy,
   BackoffPolicy,
+  RetentionPolicy,
   QueueStats,
   SendOptions,
   SendManyItem,

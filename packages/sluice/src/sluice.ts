@@ -14,7 +14,9 @@ import { channelOf } from './db/sql.js';
 import { ClosedError, ValidationError } from './errors.js';
 import { Maintenance, type TickResult } from './maintenance/maintenance.js';
 import { reportDead } from './queue/dead.js';
+import { DeadLetters } from './queue/dead-letters.js';
 import { Jobs } from './queue/jobs.js';
+import { Schedules } from './maintenance/schedules.js';
 import { Queues } from './queue/queues.js';
 import { validateInt, validateQueueName, validateSchemaName } from './queue/validate.js';
 import type { ClaimedJob, Job, Logger, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
@@ -47,6 +49,10 @@ export interface SluiceOptions {
 export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>> extends EventEmitter {
   readonly schema: string;
   readonly queues: Queues;
+  /** Cron schedules, enqueued by the maintenance tick. */
+  readonly schedules: Schedules;
+  /** Dead jobs: list, replay many, purge. */
+  readonly deadLetters: DeadLetters;
   readonly maintenance: Maintenance;
   readonly logger: Logger;
   private readonly db: Db;
@@ -93,6 +99,8 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     const ready = () => this.ready();
     this.queues = new Queues(this.db, ready);
     this.jobs = new Jobs(this.db, { maxPayloadBytes: this.maxPayloadBytes, notify: this.notify, now: this.now }, ready);
+    this.schedules = new Schedules(this.db, { maxPayloadBytes: this.maxPayloadBytes, now: this.now }, ready);
+    this.deadLetters = new DeadLetters(this.db, { notify: this.notify, now: this.now }, ready);
     this.maintenance = new Maintenance({
       db: this.db,
       logger: this.logger,

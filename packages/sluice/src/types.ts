@@ -43,6 +43,18 @@ export interface QueuePolicy {
   retryAfterSeconds?: number;
   /** A paused queue accepts jobs but nothing is claimed. */
   paused?: boolean;
+  /** How long finished jobs stay in the table. Defaults: completed and cancelled 1 day, dead 14 days. */
+  retention?: RetentionPolicy;
+  /** Move jobs past their retention into `job_archive` instead of deleting them. Default false. */
+  archive?: boolean;
+  /** Also send every job that dies here to this queue (payload: the dead job and its errors). */
+  deadLetterQueue?: string | null;
+}
+
+export interface RetentionPolicy {
+  completedSeconds?: number;
+  cancelledSeconds?: number;
+  deadSeconds?: number;
 }
 
 /** A queue as stored: every field resolved. */
@@ -57,6 +69,9 @@ export interface Queue {
   leaseSeconds: number;
   retryAfterSeconds: number;
   paused: boolean;
+  retention: Required<RetentionPolicy>;
+  archive: boolean;
+  deadLetterQueue: string | null;
   createdAt: Date;
   updatedAt: Date;
 }

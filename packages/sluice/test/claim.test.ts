@@ -79,7 +79,7 @@ test('fencing: a worker whose lease was swept cannot complete, fail or heartbeat
   await sluice.heartbeat(a.id, a.leaseToken); // A may extend while it holds the lease
   clock.advance(31_000);
   const tick = await sluice.runMaintenance();
-  assert.deepEqual(tick, { ran: true, swept: 1, dead: 0 });
+  assert.deepEqual(tick, { ran: true, swept: 1, dead: 0, scheduled: 0, pruned: 0 });
   const [b] = await sluice.claim(q, { workerId: 'B' });
   assert.ok(b);
   assert.equal(b.id, id);
@@ -108,7 +108,7 @@ test('sweeper sends an expired job with no attempts left to dead, and frees its 
   assert.equal((await sluice.claim(q, { max: 5 })).length, 1);
   assert.equal((await sluice.claim(q, { max: 5 })).length, 0, 'the cap of 1 is held');
   clock.advance(6000);
-  assert.deepEqual(await sluice.runMaintenance(), { ran: true, swept: 1, dead: 1 });
+  assert.deepEqual(await sluice.runMaintenance(), { ran: true, swept: 1, dead: 1, scheduled: 0, pruned: 0 });
   assert.equal((await sluice.get(first.id))?.state, 'dead');
   assert.equal(dead.length, 1);
   assert.equal((await sluice.claim(q, { max: 5 })).length, 1, 'the slot was freed');
@@ -228,7 +228,7 @@ test('maintenance: a tick never overlaps itself, and runs in one process at a ti
   await other.query('BEGIN');
   await other.query("SELECT pg_advisory_xact_lock(hashtext('sluice.maintenance'))");
   try {
-    assert.deepEqual(await sluice.runMaintenance(), { ran: false, skipped: 'locked', swept: 0, dead: 0 });
+    assert.deepEqual(await sluice.runMaintenance(), { ran: false, skipped: 'locked', swept: 0, dead: 0, scheduled: 0, pruned: 0 });
   } finally {
     await other.query('ROLLBACK');
   }

@@ -1,8 +1,12 @@
 -- The maintenance tick (src/maintenance/).
 
 -- name: MaintenanceTryLock
--- Held until the tick's transaction ends: one tick at a time across the cluster.
-SELECT pg_try_advisory_xact_lock(hashtext(':SCHEMA_NAME.maintenance')) AS acquired;
+-- A session lock held by the tick's connection while the tick runs: one tick at a time
+-- across the cluster. Released by MaintenanceUnlock, or by the server if the connection dies.
+SELECT pg_try_advisory_lock(hashtext(':SCHEMA_NAME.maintenance')) AS acquired;
+
+-- name: MaintenanceUnlock
+SELECT pg_advisory_unlock(hashtext(':SCHEMA_NAME.maintenance'));
 
 -- name: JobSweepExpired
 -- Expired leases go back to pending with backoff, or to dead when attempts are spent,
@@ -29,7 +33,70 @@ WITH expired AS (
   FROM expired e, :SCHEMA.queue q
   WHERE j.id = e.id AND q.name = j.queue
   RETURNING j.*
+), dead_lettered AS (
+  -- A dead job is also sent to its queue's dead-letter queue, in the same transaction.
+  INSERT INTO :SCHEMA.job (queue, data, max_attempts, run_at, created_at)
+  SELECT dq.name,
+         jsonb_build_object('jobId', d.id::text, 'queue', d.queue, 'data', d.data, 'key', d.key,
+                            'attempts', d.attempts, 'errors', d.errors),
+         dq.max_attempts, d.finished_at, d.finished_at
+  FROM swept d
+  JOIN :SCHEMA.queue q ON q.name = d.queue
+  JOIN :SCHEMA.queue dq ON dq.name = q.dead_letter_queue
+  WHERE d.state = 'dead'
+  RETURNING queue
 ), woken AS (
-  SELECT pg_notify(':CHANNEL', s.queue) FROM (SELECT DISTINCT queue FROM swept) s WHERE $3::boolean
+  SELECT pg_notify(':CHANNEL', w.queue)
+  FROM (SELECT queue FROM swept UNION SELECT queue FROM dead_lettered) w
+  WHERE $3::boolean
 )
 SELECT s.* FROM swept s, (SELECT count(*) FROM woken) w;
+
+-- name: JobDeleteFinished
+-- Retention: delete a batch of finished jobs of one queue and state older than the cutoff.
+DELETE FROM :SCHEMA.job
+WHERE id IN (
+  SELECT id FROM :SCHEMA.job
+  WHERE queue = $1 AND state = $2::text:::SCHEMA.job_state AND finished_at < $3::timestamptz
+  ORDER BY finished_at
+  LIMIT $4
+  FOR UPDATE SKIP LOCKED
+)
+RETURNING id;
+
+-- name: JobArchiveFinished
+-- Retention with archiving: move the batch into job_archive instead.
+WITH moved AS (
+  DELETE FROM :SCHEMA.job
+  WHERE id IN (
+    SELECT id FROM :SCHEMA.job
+    WHERE queue = $1 AND state = $2::text:::SCHEMA.job_state AND finished_at < $3::timestamptz
+    ORDER BY finished_at
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+  )
+  RETURNING *
+)
+INSERT INTO :SCHEMA.job_archive SELECT m.*, coalesce($5::timestamptz, now()) FROM moved m
+RETURNING id;
+
+-- name: QueueRetentionList
+SELECT name, retain_completed_seconds, retain_cancelled_seconds, retain_dead_seconds, archive
+FROM :SCHEMA.queue ORDER BY name;
+
+-- name: ScheduleAdvance
+-- Compare-and-set: only the caller that saw `last_slot_at` = $2 moves it to $3.
+UPDATE :SCHEMA.schedule SET last_slot_at = $3
+WHERE name = $1 AND last_slot_at = $2
+RETURNING name;
+
+-- name: JobInsertScheduled
+-- A cron slot's job. Schedules bypass admission (shedding is for callers, and a missed
+-- critical slot is worse than a deeper queue); returns nothing if the queue is gone.
+INSERT INTO :SCHEMA.job (queue, data, max_attempts, run_at, created_at)
+SELECT q.name, $2, q.max_attempts, $3, coalesce($4::timestamptz, now())
+FROM :SCHEMA.queue q WHERE q.name = $1
+RETURNING id;
+
+-- name: DatabaseNow
+SELECT now() AS now;

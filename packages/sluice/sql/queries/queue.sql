@@ -3,8 +3,9 @@
 -- name: QueuePut
 INSERT INTO :SCHEMA.queue AS q (
   name, concurrency, per_key_concurrency, max_per_key, max_pending, max_attempts,
-  backoff_base_ms, backoff_max_ms, backoff_jitter, lease_seconds, retry_after_seconds, paused)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+  backoff_base_ms, backoff_max_ms, backoff_jitter, lease_seconds, retry_after_seconds, paused,
+  retain_completed_seconds, retain_cancelled_seconds, retain_dead_seconds, archive, dead_letter_queue)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 ON CONFLICT (name) DO UPDATE SET
   concurrency = excluded.concurrency,
   per_key_concurrency = excluded.per_key_concurrency,
@@ -17,6 +18,11 @@ ON CONFLICT (name) DO UPDATE SET
   lease_seconds = excluded.lease_seconds,
   retry_after_seconds = excluded.retry_after_seconds,
   paused = excluded.paused,
+  retain_completed_seconds = excluded.retain_completed_seconds,
+  retain_cancelled_seconds = excluded.retain_cancelled_seconds,
+  retain_dead_seconds = excluded.retain_dead_seconds,
+  archive = excluded.archive,
+  dead_letter_queue = excluded.dead_letter_queue,
   updated_at = now()
 RETURNING q.*;
 

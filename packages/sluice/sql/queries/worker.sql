@@ -42,10 +42,24 @@ WITH input AS (
   FROM input c, :SCHEMA.queue q
   WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'active' AND q.name = j.queue
   RETURNING j.*
+), dead_lettered AS (
+  -- A dead job is also sent to its queue's dead-letter queue, in the same transaction.
+  INSERT INTO :SCHEMA.job (queue, data, max_attempts, run_at, created_at)
+  SELECT dq.name,
+         jsonb_build_object('jobId', d.id::text, 'queue', d.queue, 'data', d.data, 'key', d.key,
+                            'attempts', d.attempts, 'errors', d.errors),
+         dq.max_attempts, d.finished_at, d.finished_at
+  FROM failed d
+  JOIN :SCHEMA.queue q ON q.name = d.queue
+  JOIN :SCHEMA.queue dq ON dq.name = q.dead_letter_queue
+  WHERE d.state = 'dead'
+  RETURNING queue
 ), woken AS (
   SELECT pg_notify(':CHANNEL', q.name) FROM :SCHEMA.queue q
-  WHERE $5::boolean AND q.name IN (SELECT DISTINCT f.queue FROM failed f)
-    AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL)
+  WHERE $5::boolean
+    AND ((q.name IN (SELECT DISTINCT f.queue FROM failed f)
+          AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL))
+         OR q.name IN (SELECT DISTINCT queue FROM dead_lettered))
 )
 SELECT f.* FROM failed f, (SELECT count(*) FROM woken) w;
 

@@ -1,17 +1,22 @@
 /**
- * The maintenance tick: sweeps expired leases now; cron and retention join it later.
+ * The maintenance tick: sweep expired leases, enqueue due cron slots, prune finished
+ * jobs past their retention.
  *
  * Two guards make a tick safe to run from every process:
  *  - an overlap guard in the process: a tick that starts while the previous one is still
  *    running is skipped, never queued;
- *  - a transaction-scoped advisory try-lock in the database: one tick at a time across
- *    the cluster; a process that finds it taken skips its turn.
- * `runOnce()` runs one tick and says whether it ran, so tests drive it directly.
+ *  - a session advisory try-lock in the database, held by the tick's connection: one tick
+ *    at a time across the cluster; a process that finds it taken skips its turn. If the
+ *    process dies mid-tick, the server drops the lock with the connection.
+ * Each step commits in small transactions of its own, so a tick holds no long row locks.
+ * `runOnce()` runs one tick and says what it did, so tests drive it directly.
  */
 import type { Db } from '../db/db.js';
 import { reportDead } from '../queue/dead.js';
 import { toJob } from '../queue/rows.js';
 import type { Job, Logger } from '../types.js';
+import { pruneFinished } from './retention.js';
+import { enqueueDueSlots } from './schedules.js';
 
 export interface TickResult {
   ran: boolean;
@@ -19,7 +24,12 @@ export interface TickResult {
   skipped?: 'overlap' | 'locked';
   /** Jobs whose lease had expired, sent back to pending or to dead. */
   swept: number;
+  /** Of those, the ones that went to dead. */
   dead: number;
+  /** Jobs enqueued for due cron slots. */
+  scheduled: number;
+  /** Finished jobs deleted or archived by retention. */
+  pruned: number;
 }
 
 export interface MaintenanceDeps {
@@ -32,11 +42,13 @@ export interface MaintenanceDeps {
 
 const SWEEP_BATCH = 500;
 const MAX_SWEEP_BATCHES = 20;
+const NOT_RUN = { swept: 0, dead: 0, scheduled: 0, pruned: 0 };
 
 export class Maintenance {
   private ticking = false;
   private timer: NodeJS.Timeout | null = null;
   private current: Promise<TickResult> | null = null;
+  private intervalMs = 10_000;
 
   constructor(private readonly deps: MaintenanceDeps) {}
 
@@ -46,6 +58,7 @@ export class Maintenance {
 
   start({ intervalMs = 10_000 }: { intervalMs?: number } = {}): void {
     if (this.timer) return;
+    this.intervalMs = intervalMs;
     const tick = () => {
       this.runOnce().catch((err) => this.deps.logger.warn({ err: (err as Error).message }, 'sluice: maintenance tick failed'));
     };
@@ -60,7 +73,7 @@ export class Maintenance {
   }
 
   async runOnce(): Promise<TickResult> {
-    if (this.ticking) return { ran: false, skipped: 'overlap', swept: 0, dead: 0 };
+    if (this.ticking) return { ran: false, skipped: 'overlap', ...NOT_RUN };
     this.ticking = true;
     try {
       this.current = this.tick();
@@ -72,18 +85,37 @@ export class Maintenance {
   }
 
   private async tick(): Promise<TickResult> {
-    const swept: Job[] = [];
-    const acquired = await this.deps.db.transaction(async (client) => {
-      const [lock] = await this.deps.db.run('MaintenanceTryLock', [], client);
-      if (!lock.acquired) return false;
-      for (let i = 0; i < MAX_SWEEP_BATCHES; i++) {
-        const rows = await this.deps.db.run('JobSweepExpired', [this.deps.now(), SWEEP_BATCH, this.deps.notify], client);
-        swept.push(...rows.map((r) => toJob(r)));
-        if (rows.length < SWEEP_BATCH) break;
+    const { db } = this.deps;
+    const lockHolder = await db.pool.connect();
+    let broken: Error | undefined;
+    try {
+      const [lock] = await db.run('MaintenanceTryLock', [], lockHolder);
+      if (!lock.acquired) return { ran: false, skipped: 'locked', ...NOT_RUN };
+      try {
+        const swept = await this.sweep();
+        // A slot missed by more than two ticks is an outage, as far as `catchUp: none` goes.
+        const graceMs = Math.max(60_000, 2 * this.intervalMs);
+        const scheduled = await enqueueDueSlots(db, this.deps.now(), graceMs, this.deps.logger);
+        const pruned = await pruneFinished(db, this.deps.now());
+        return { ran: true, ...swept, scheduled, pruned };
+      } finally {
+        await db.run('MaintenanceUnlock', [], lockHolder).catch((err) => (broken = err));
       }
-      return true;
-    });
-    if (!acquired) return { ran: false, skipped: 'locked', swept: 0, dead: 0 };
+    } catch (err) {
+      broken = err as Error;
+      throw err;
+    } finally {
+      lockHolder.release(broken);
+    }
+  }
+
+  private async sweep(): Promise<{ swept: number; dead: number }> {
+    const swept: Job[] = [];
+    for (let i = 0; i < MAX_SWEEP_BATCHES; i++) {
+      const rows = await this.deps.db.run('JobSweepExpired', [this.deps.now(), SWEEP_BATCH, this.deps.notify]);
+      swept.push(...rows.map((r) => toJob(r)));
+      if (rows.length < SWEEP_BATCH) break;
+    }
     let dead = 0;
     for (const job of swept) {
       if (job.state === 'dead') {
@@ -95,6 +127,6 @@ export class Maintenance {
       this.deps.logger.info({ swept: swept.length, dead }, 'sluice: swept expired leases');
       this.deps.emit('swept', swept);
     }
-    return { ran: true, swept: swept.length, dead };
+    return { swept: swept.length, dead };
   }
 }

@@ -1,6 +1,6 @@
 /** Queue policies: stored in the database so every process reads the same caps. */
 import type { Db } from '../db/db.js';
-import { QueueNotFoundError } from '../errors.js';
+import { QueueNotFoundError, ValidationError } from '../errors.js';
 import type { Queue, QueuePolicy } from '../types.js';
 import { toQueue } from './rows.js';
 import { policyParams, validateQueueName } from './validate.js';
@@ -15,6 +15,12 @@ export class Queues {
   async put(name: string, policy: QueuePolicy = {}): Promise<Queue> {
     const params = [validateQueueName(name), ...policyParams(policy)];
     await this.ready();
+    const deadLetterQueue = policy.deadLetterQueue;
+    if (deadLetterQueue) {
+      if (deadLetterQueue === name) throw new ValidationError('a queue cannot be its own dead-letter queue', 'deadLetterQueue');
+      const [dlq] = await this.db.run('QueueGet', [deadLetterQueue]);
+      if (!dlq) throw new ValidationError(`dead-letter queue "${deadLetterQueue}" does not exist; create it first`, 'deadLetterQueue');
+    }
     const [row] = await this.db.run('QueuePut', params);
     return toQueue(row);
   }

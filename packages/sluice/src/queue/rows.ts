@@ -35,6 +35,13 @@ export function toQueue(r: any): Queue {
     leaseSeconds: r.lease_seconds,
     retryAfterSeconds: r.retry_after_seconds,
     paused: r.paused,
+    retention: {
+      completedSeconds: r.retain_completed_seconds,
+      cancelledSeconds: r.retain_cancelled_seconds,
+      deadSeconds: r.retain_dead_seconds,
+    },
+    archive: r.archive,
+    deadLetterQueue: r.dead_letter_queue,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

@@ -68,8 +68,9 @@ function describe(value: unknown): string {
 
 const POLICY_FIELDS = new Set([
   'concurrency', 'perKeyConcurrency', 'maxPerKey', 'maxPending', 'maxAttempts',
-  'backoff', 'leaseSeconds', 'retryAfterSeconds', 'paused',
+  'backoff', 'leaseSeconds', 'retryAfterSeconds', 'paused', 'retention', 'archive', 'deadLetterQueue',
 ]);
+const RETENTION_FIELDS = ['completedSeconds', 'cancelledSeconds', 'deadSeconds'];
 
 /** The policy as the parameter list of the `QueuePut` statement (after the name). */
 export function policyParams(policy: QueuePolicy): unknown[] {
@@ -87,9 +88,17 @@ export function policyParams(policy: QueuePolicy): unknown[] {
   const baseMs = validateInt(backoff.baseMs, 'backoff.baseMs', { min: 0 }) ?? 1000;
   const maxMs = validateInt(backoff.maxMs, 'backoff.maxMs', { min: 0 }) ?? Math.max(3_600_000, baseMs);
   if (maxMs < baseMs) throw new ValidationError('backoff.maxMs must be at least backoff.baseMs', 'backoff.maxMs');
-  if (policy.paused !== undefined && typeof policy.paused !== 'boolean') {
-    throw new ValidationError('paused must be a boolean', 'paused');
+  for (const flag of ['paused', 'archive'] as const) {
+    if (policy[flag] !== undefined && typeof policy[flag] !== 'boolean') {
+      throw new ValidationError(`${flag} must be a boolean`, flag);
+    }
   }
+  const retention = policy.retention ?? {};
+  if (retention === null || typeof retention !== 'object') throw new ValidationError('retention must be an object', 'retention');
+  for (const field of Object.keys(retention)) {
+    if (!RETENTION_FIELDS.includes(field)) throw new ValidationError(`unknown retention field "${field}"`, `retention.${field}`);
+  }
+  const deadLetterQueue = policy.deadLetterQueue == null ? null : validateQueueName(policy.deadLetterQueue);
   return [
     validateInt(policy.concurrency, 'concurrency', { min: 1 }),
     validateInt(policy.perKeyConcurrency, 'perKeyConcurrency', { min: 1 }),
@@ -102,6 +111,11 @@ export function policyParams(policy: QueuePolicy): unknown[] {
     validateInt(policy.leaseSeconds, 'leaseSeconds', { min: 1, max: 7 * 24 * 3600 }) ?? 600,
     validateInt(policy.retryAfterSeconds, 'retryAfterSeconds', { min: 1, max: 86_400 }) ?? 5,
     policy.paused ?? false,
+    validateInt(retention.completedSeconds, 'retention.completedSeconds', { min: 0 }) ?? 86_400,
+    validateInt(retention.cancelledSeconds, 'retention.cancelledSeconds', { min: 0 }) ?? 86_400,
+    validateInt(retention.deadSeconds, 'retention.deadSeconds', { min: 0 }) ?? 14 * 86_400,
+    policy.archive ?? false,
+    deadLetterQueue,
   ];
 }
 
