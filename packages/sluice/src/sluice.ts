@@ -11,7 +11,9 @@ import { Db } from './db/db.js';
 import { Listener } from './db/listener.js';
 import { assertSchemaCurrent, migrate, type MigrateResult } from './db/migrate.js';
 import { channelOf } from './db/sql.js';
-import { ClosedError, ValidationError } from './errors.js';
+import { ClosedError, KeyLimitError, QueueFullError, ValidationError } from './errors.js';
+import { Metrics } from './metrics.js';
+import type { Registry } from 'prom-client';
 import { Maintenance, type TickResult } from './maintenance/maintenance.js';
 import { reportDead } from './queue/dead.js';
 import { DeadLetters } from './queue/dead-letters.js';
@@ -39,6 +41,8 @@ export interface SluiceOptions {
   maxPayloadBytes?: number;
   /** A pino-compatible logger. Default: pino at `SLUICE_LOG_LEVEL` (info). */
   logger?: Logger;
+  /** Register Sluice's metrics in this prom-client registry instead of a new one. */
+  metricsRegistry?: Registry;
   /**
    * For tests: the time every time-dependent statement uses instead of the database's
    * `now()`. Leave unset in production: the database clock decides.
@@ -54,6 +58,8 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   /** Dead jobs: list, replay many, purge. */
   readonly deadLetters: DeadLetters;
   readonly maintenance: Maintenance;
+  /** Prometheus metrics: mount `metrics.registry`, or serve `await metrics.text()`. */
+  readonly metrics: Metrics;
   readonly logger: Logger;
   private readonly db: Db;
   private readonly jobs: Jobs;
@@ -96,6 +102,8 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
       this.db = new Db(pool, this.schema);
     }
     this.listener = this.notify ? new Listener(listenerConfig, channelOf(this.schema), this.logger) : null;
+    this.metrics = new Metrics(this.db, { registry: options.metricsRegistry });
+    this.countEvents();
     const ready = () => this.ready();
     this.queues = new Queues(this.db, ready);
     this.jobs = new Jobs(this.db, { maxPayloadBytes: this.maxPayloadBytes, notify: this.notify, now: this.now }, ready);
@@ -136,7 +144,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   /** Enqueue one job. Throws `QueueFullError`, `KeyLimitError`, `ValidationError` or `QueueNotFoundError`. */
   send<Q extends keyof Tasks & string>(queue: Q, data: Tasks[Q], opts?: SendOptions): Promise<SendResult> {
     this.assertOpen();
-    return this.jobs.send(queue, data, opts);
+    return this.countSends(queue, this.jobs.send(queue, data, opts).then((r) => [r]), 1).then((r) => r[0]!);
   }
 
   /** Enqueue many jobs in one statement; admission is all-or-nothing. */
@@ -146,7 +154,38 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     opts?: { client?: pg.ClientBase },
   ): Promise<SendResult[]> {
     this.assertOpen();
-    return this.jobs.sendMany(queue, items, opts);
+    return this.countSends(queue, this.jobs.sendMany(queue, items, opts), Array.isArray(items) ? items.length : 0);
+  }
+
+  private async countSends(queue: string, sending: Promise<SendResult[]>, attempted: number): Promise<SendResult[]> {
+    try {
+      const results = await sending;
+      const accepted = results.filter((r) => !r.deduplicated).length;
+      if (accepted) this.metrics.sent.inc({ queue }, accepted);
+      return results;
+    } catch (err) {
+      if (err instanceof QueueFullError) this.metrics.shed.inc({ queue }, attempted);
+      else if (err instanceof KeyLimitError) this.metrics.keyLimited.inc({ queue }, attempted);
+      throw err;
+    }
+  }
+
+  /** Counters follow the events, whichever path (worker, pull API, sweeper) raised them. */
+  private countEvents(): void {
+    const m = this.metrics;
+    this.on('completed', (e: { queue: string; ids: string[] }) => m.completed.inc({ queue: e.queue }, e.ids.length));
+    this.on('failed', (job: Job) => {
+      m.failed.inc({ queue: job.queue });
+      m.retried.inc({ queue: job.queue });
+    });
+    this.on('dead', (job: Job) => {
+      m.dead.inc({ queue: job.queue });
+      if (job.errors[job.errors.length - 1]?.name !== 'LeaseExpired') m.failed.inc({ queue: job.queue });
+    });
+    this.on('lease-lost', (e: { queue: string; ids: string[] }) => m.leaseLost.inc({ queue: e.queue }, e.ids.length));
+    this.on('swept', (jobs: Job[]) => {
+      for (const job of jobs) m.swept.inc({ queue: job.queue });
+    });
   }
 
   /** Start a worker for `queue`. Stop it with `worker.stop()`, or all of them with `close()`. */
@@ -163,6 +202,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
         notify: this.notify,
         now: this.now,
         emit: (event, ...args) => this.emit(event, ...args),
+        metrics: this.metrics,
         onStopped: (w) => this.workers.delete(w),
       },
       queue,
@@ -191,14 +231,16 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   }
 
   /** Complete a claimed job; `LeaseLostError` if the lease was lost. */
-  complete(id: string, leaseToken: string, result?: unknown): Promise<void> {
-    return this.jobs.complete(id, leaseToken, result);
+  async complete(id: string, leaseToken: string, result?: unknown): Promise<void> {
+    const { queue } = await this.jobs.complete(id, leaseToken, result);
+    this.emit('completed', { queue, ids: [id] });
   }
 
   /** Fail a claimed job (retry with backoff, or dead); `LeaseLostError` if the lease was lost. */
   async fail(id: string, leaseToken: string, error: { message: string; name?: string; stack?: string }): Promise<Job> {
     const job = await this.jobs.fail(id, leaseToken, error);
     if (job.state === 'dead') reportDead(this.logger, (event, ...args) => this.emit(event, ...args), job);
+    else this.emit('failed', job);
     return job;
   }
 

@@ -20,7 +20,7 @@ WITH input AS (
   WHERE $5::boolean AND q.name IN (SELECT DISTINCT d.queue FROM done d)
     AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL)
 )
-SELECT d.id FROM done d, (SELECT count(*) FROM woken) w;
+SELECT d.id, d.queue FROM done d, (SELECT count(*) FROM woken) w;
 
 -- name: JobFailMany
 -- Attempts left: back to pending after an exponential backoff with jitter. Spent: dead.

@@ -89,13 +89,14 @@ export class Jobs {
   }
 
   /** Complete a claimed job. Throws `LeaseLostError` if the token no longer holds it. */
-  async complete(id: string, leaseToken: string, result: unknown = null): Promise<void> {
+  async complete(id: string, leaseToken: string, result: unknown = null): Promise<{ queue: string }> {
     const jobId = checkId(id);
     const token = checkToken(leaseToken);
     const json = serializePayload(result === undefined ? null : result, this.config.maxPayloadBytes, 'result');
     await this.ready();
     const rows = await this.db.run('JobCompleteMany', [[jobId], [token], [json], this.config.now(), this.config.notify]);
     if (rows.length === 0) throw new LeaseLostError(jobId);
+    return { queue: rows[0].queue };
   }
 
   /** Fail a claimed job: retried after backoff, or dead when attempts are spent. Returns the job after the change. */

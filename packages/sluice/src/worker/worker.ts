@@ -25,6 +25,7 @@ import { toJob } from '../queue/rows.js';
 import { serializePayload, validateInt } from '../queue/validate.js';
 import type { Job, Logger } from '../types.js';
 import { Completer } from './completer.js';
+import type { Metrics } from '../metrics.js';
 
 export interface WorkOptions {
   /** Local seatbelt: at most this many jobs run at once in this worker. Default 10. */
@@ -53,6 +54,7 @@ export interface WorkerDeps {
   notify: boolean;
   now: () => Date | null;
   emit: (event: string, ...args: unknown[]) => void;
+  metrics: Metrics;
   onStopped: (worker: Worker) => void;
 }
 
@@ -216,11 +218,13 @@ export class Worker {
       },
     };
     this.running.set(job.id, entry);
+    this.deps.metrics.pickupDelay.observe({ queue: this.queue }, Math.max(0, (row.started_at.getTime() - row.run_at.getTime()) / 1000));
     entry.settled = this.execute(entry, ctx);
   }
 
   private async execute(entry: Running, ctx: JobContext): Promise<void> {
     const { job, token } = entry;
+    const started = performance.now();
     try {
       const value = await this.handler(job, ctx);
       if (!entry.released) {
@@ -236,6 +240,7 @@ export class Worker {
     } catch (err) {
       if (!entry.released) this.completer.fail({ id: job.id, token, error: errorRecord(err) });
     } finally {
+      this.deps.metrics.runDuration.observe({ queue: this.queue }, (performance.now() - started) / 1000);
       if (entry.leaseTimer) clearTimeout(entry.leaseTimer);
       this.running.delete(job.id);
       this.slotFreed?.();

@@ -1,0 +1,85 @@
+// Prometheus metrics: gauges counted from the table, counters from what the process did,
+// the text checked by promtool where Debian's prometheus package provides it.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { test } from 'node:test';
+import { waitFor } from '@sluice/testkit';
+import { KeyLimitError, QueueFullError } from '../src/index.js';
+import { makeSluice, uniqueQueue } from './helpers.js';
+
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name + '{') && !line.startsWith(name + ' ')) continue;
+    const labelPart = line.slice(name.length).split(' ')[0]!;
+    if (want.every((w) => labelPart.includes(w))) return Number(line.split(' ').pop());
+  }
+  return undefined;
+}
+
+test('metrics: gauges per queue and state, counters for sends, refusals, completions, failures and deaths', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 4, maxPending: 3, maxPerKey: 1, maxAttempts: 1 });
+  await sluice.send(q, {}, { key: 'a' });
+  await assert.rejects(sluice.send(q, {}, { key: 'a' }), KeyLimitError);
+  await sluice.sendMany(q, [{ data: 1 }, { data: 2 }]);
+  await assert.rejects(sluice.send(q, {}), QueueFullError);
+  const done = new Promise<void>((resolve) => {
+    let n = 0;
+    const count = () => ++n === 3 && resolve();
+    sluice.on('completed', (e: { ids: string[] }) => e.ids.forEach(count));
+    sluice.on('dead', count);
+  });
+  const worker = sluice.work(q, { concurrency: 2 }, (job) => {
+    if (job.data === 2) throw new Error('two fails');
+  });
+  await done;
+  await worker.stop();
+  await sluice.send(q, {}, { delayMs: 60_000 });
+  const text = await sluice.metrics.text();
+  assert.equal(sample(text, 'sluice_jobs_sent_total', { queue: q }), 4);
+  assert.equal(sample(text, 'sluice_sends_shed_total', { queue: q }), 1);
+  assert.equal(sample(text, 'sluice_sends_key_limited_total', { queue: q }), 1);
+  assert.equal(sample(text, 'sluice_jobs_completed_total', { queue: q }), 2);
+  assert.equal(sample(text, 'sluice_jobs_failed_total', { queue: q }), 1);
+  assert.equal(sample(text, 'sluice_jobs_dead_total', { queue: q }), 1);
+  assert.equal(sample(text, 'sluice_jobs', { queue: q, state: 'dead' }), 1);
+  assert.equal(sample(text, 'sluice_jobs', { queue: q, state: 'scheduled' }), 1);
+  assert.equal(sample(text, 'sluice_jobs', { queue: q, state: 'ready' }), 0);
+  assert.equal(sample(text, 'sluice_queue_concurrency_limit', { queue: q }), 4);
+  assert.equal(sample(text, 'sluice_job_run_duration_seconds_count', { queue: q }), 3);
+  assert.equal(sample(text, 'sluice_job_pickup_delay_seconds_count', { queue: q }), 3);
+  assert.match(text, /# TYPE sluice_jobs_sent_total counter/);
+  assert.match(text, /# TYPE sluice_job_run_duration_seconds histogram/);
+});
+
+test('gauges are cached for a few seconds, then read again from the table', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  const ready = async () => sample(await sluice.metrics.text(), 'sluice_jobs', { queue: q, state: 'ready' });
+  assert.equal(await ready(), 0);
+  await sluice.send(q, {});
+  assert.equal(await ready(), 0, 'served from the cache');
+  await waitFor(async () => (await ready()) === 1, { timeoutMs: 30_000, message: 'the cache expires' });
+});
+
+const PROMTOOL = '/usr/bin/promtool';
+test('promtool accepts the exposition text', { skip: existsSync(PROMTOOL) ? false : 'promtool (Debian package prometheus) is not installed' }, async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 2 });
+  await sluice.send(q, {});
+  const text = await sluice.metrics.text();
+  const child = execFile(PROMTOOL, ['check', 'metrics']);
+  child.stdin!.end(text);
+  const [code, output] = await new Promise<[number, string]>((resolve) => {
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
+    child.on('exit', (c) => resolve([c ?? 1, out]));
+  });
+  assert.equal(code, 0, output);
+});
