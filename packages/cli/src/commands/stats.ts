@@ -1,0 +1,54 @@
+/** `sluice stats`: ready, scheduled, active against the cap, dead and lag, per queue. */
+import type { Command } from 'commander';
+import type { QueueStats } from 'sluice';
+import { integer, withDbOptions, withSluice, type DbFlags } from '../connect.js';
+import type { CliIo } from '../io.js';
+import { formatAge, renderTable } from '../table.js';
+
+interface StatsFlags extends DbFlags {
+  queue?: string;
+  watch?: number | true;
+  count?: number;
+}
+
+function render(stats: QueueStats[]): string {
+  return renderTable(
+    ['queue', 'ready', 'scheduled', 'active/cap', 'dead', 'lag', 'paused'],
+    stats.map((s) => [s.queue, s.ready, s.scheduled, `${s.active}/${s.concurrency ?? '∞'}`, s.dead, formatAge(s.oldestReadyAgeSeconds), s.paused ? 'yes' : '']),
+  );
+}
+
+export function registerStats(program: Command, io: CliIo): void {
+  withDbOptions(
+    program
+      .command('stats')
+      .description('queue depths, active jobs against the cap, dead jobs and lag')
+      .option('--queue <name>', 'only this queue')
+      .option('--watch [seconds]', 'refresh every N seconds (default 2) until interrupted', integer('--watch', 1))
+      .option('--count <n>', 'with --watch: stop after N refreshes', integer('--count', 1)),
+  ).action(async (flags: StatsFlags) => {
+    await withSluice(flags, io, async (sluice) => {
+      const read = async () => {
+        const names = flags.queue ? [flags.queue] : (await sluice.queues.list()).map((q) => q.name);
+        return Promise.all(names.map((n) => sluice.stats(n)));
+      };
+      const print = (stats: QueueStats[]) => io.out(flags.json ? `${JSON.stringify(stats)}\n` : render(stats));
+      if (flags.watch === undefined) return print(await read());
+      const seconds = flags.watch === true ? 2 : flags.watch;
+      let interrupted = false;
+      const stop = () => (interrupted = true);
+      process.once('SIGINT', stop);
+      try {
+        for (let i = 0; !interrupted && (flags.count === undefined || i < flags.count); i++) {
+          if (i > 0) await new Promise((r) => setTimeout(r, seconds * 1000));
+          const stats = await read();
+          if (!flags.json && process.stdout.isTTY) io.out('\x1b[2J\x1b[H');
+          if (!flags.json) io.out(`${new Date().toISOString()}\n`);
+          print(stats);
+        }
+      } finally {
+        process.off('SIGINT', stop);
+      }
+    });
+  });
+}

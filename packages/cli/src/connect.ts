@@ -1,0 +1,79 @@
+/** Opening Sluice for a command: connection flags, a logger that writes warnings to stderr. */
+import type { Command } from 'commander';
+import { Sluice, type Logger } from 'sluice';
+import type { CliIo } from './io.js';
+
+export interface DbFlags {
+  databaseUrl?: string;
+  schema?: string;
+  json?: boolean;
+}
+
+/** Adds --database-url, --schema and --json to a command. */
+export function withDbOptions(command: Command): Command {
+  return command
+    .option('--database-url <url>', 'PostgreSQL connection string (default: $DATABASE_URL)')
+    .option('--schema <name>', 'schema holding Sluice tables', 'sluice')
+    .option('--json', 'print JSON for scripts');
+}
+
+export function cliLogger(io: CliIo): Logger {
+  return {
+    error: (obj, msg) => io.err(`error: ${msg ?? ''} ${JSON.stringify(obj)}\n`),
+    warn: (obj, msg) => io.err(`warning: ${msg ?? ''} ${JSON.stringify(obj)}\n`),
+    info: () => {},
+    debug: () => {},
+  };
+}
+
+export function openSluice(flags: DbFlags, io: CliIo): Sluice {
+  const connectionString = flags.databaseUrl ?? io.env.DATABASE_URL;
+  if (!connectionString) throw new Error('no database: pass --database-url or set DATABASE_URL');
+  return new Sluice({ connectionString, schema: flags.schema, logger: cliLogger(io) });
+}
+
+/** Runs `fn` with an open Sluice and always closes it. */
+export async function withSluice<T>(flags: DbFlags, io: CliIo, fn: (sluice: Sluice) => Promise<T>): Promise<T> {
+  const sluice = openSluice(flags, io);
+  try {
+    return await fn(sluice);
+  } finally {
+    await sluice.close();
+  }
+}
+
+/** Parses an integer flag (negative allowed only when `min` allows it), or throws a one-line reason. */
+export function integer(name: string, min = 0): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min) {
+      throw new Error(`${name} must be an integer${min > Number.MIN_SAFE_INTEGER ? ` of at least ${min}` : ''}, got "${value}"`);
+    }
+    return n;
+  };
+}
+
+export function number(name: string): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n)) throw new Error(`${name} must be a number, got "${value}"`);
+    return n;
+  };
+}
+
+export function date(name: string): (value: string) => Date {
+  return (value) => {
+    const d = new Date(value);
+    if (Number.isNaN(d.getTime())) throw new Error(`${name} must be a date such as 2030-01-31T12:00:00Z, got "${value}"`);
+    return d;
+  };
+}
+
+/** Parses a JSON argument, or throws a one-line reason. */
+export function parseJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new Error(`${what} is not valid JSON: ${(err as Error).message}`);
+  }
+}

@@ -1,0 +1,92 @@
+/** The sluice command line: prove and sabotage on a challenge directory. */
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCli } from '../src/program.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'sluice-cli-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+writeFileSync(join(dir, 'challenge.json'), JSON.stringify({ language: 'python', solution: ['sol.py'], tests: ['test_sol.py'], description: 'add' }));
+writeFileSync(join(dir, 'sol.py'), 'def add(a, b):\n    return a + b\n');
+writeFileSync(join(dir, 'test_sol.py'), 'from sol import add\ndef test_add():\n    assert add(1, 2) == 3\ndef test_zero():\n    assert add(0, 0) == 0\n');
+
+async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(args, { out: (t) => void (out += t), err: (t) => void (err += t), env: { SLUICE_PROOF_ADMIN_URL: process.env.SLUICE_TEST_ADMIN_URL, ...env } });
+  return { code, out, err };
+}
+
+test('--help lists the commands; an unknown option is an error', async () => {
+  const help = await cli(['--help']);
+  assert.equal(help.code, 0);
+  assert.match(help.out, /prove \[options\] <challenge-dir>/);
+  assert.match(help.out, /sabotage \[options\] <challenge-dir>/);
+  const bad = await cli(['prove', dir, '--frobnicate']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.err, /unknown option '--frobnicate'/);
+});
+
+test('errors are one line and exit 2: a missing directory, nothing to prove, no LLM configured', async () => {
+  const missing = await cli(['prove', join(dir, 'nope')]);
+  assert.equal(missing.code, 2);
+  assert.match(missing.err, /^sluice: cannot read .*challenge\.json: ENOENT\n$/);
+  const nothing = await cli(['prove', dir]);
+  assert.equal(nothing.code, 2);
+  assert.match(nothing.err, /^sluice: .* has no sabotaged\/ files to prove/);
+  const noLlm = await cli(['sabotage', dir, '--llm'], { SLUICE_LLM_API_KEY: '', OPENAI_API_KEY: '' });
+  assert.equal(noLlm.code, 2);
+  assert.match(noLlm.err, /SLUICE_LLM_API_KEY/);
+});
+
+test('sabotage writes an accepted bug; prove then accepts it (exit 0), and --json is machine-readable', async () => {
+  const sabotaged = await cli(['sabotage', dir, '--seed', '3']);
+  assert.equal(sabotaged.code, 0, sabotaged.out + sabotaged.err);
+  assert.match(sabotaged.out, /^ACCEPTED: /);
+  assert.match(sabotaged.out, /saboteur: mutation/);
+  assert.ok(existsSync(join(dir, 'sabotaged', 'sol.py')));
+  const record = JSON.parse(readFileSync(join(dir, 'sabotage.json'), 'utf8')) as { saboteur: string; hint: string };
+  assert.equal(record.saboteur, 'mutation');
+  assert.ok(record.hint.length > 0);
+
+  const proved = await cli(['prove', dir]);
+  assert.equal(proved.code, 0, proved.out);
+  assert.match(proved.out, /^ACCEPTED: gold passes all 2 test\(s\)/);
+  assert.match(proved.out, /test_sol\.py::test_zero\s+passed\s+failed/);
+
+  const json = await cli(['prove', dir, '--json']);
+  assert.equal(json.code, 0);
+  const verdict = JSON.parse(json.out) as { accepted: boolean; tests: unknown[] };
+  assert.equal(verdict.accepted, true);
+  assert.equal(verdict.tests.length, 2);
+});
+
+test('a bug that leaves a test passing: NOT ACCEPTED, exit 1, with the reason', async () => {
+  const other = mkdtempSync(join(tmpdir(), 'sluice-cli-partial-'));
+  try {
+    for (const file of ['challenge.json', 'sol.py', 'test_sol.py']) writeFileSync(join(other, file), readFileSync(join(dir, file)));
+    mkdirSync(join(other, 'sabotaged'));
+    writeFileSync(join(other, 'sabotaged', 'sol.py'), 'def add(a, b):\n    return a - b\n');
+    const result = await cli(['prove', other]);
+    assert.equal(result.code, 1);
+    assert.match(result.out, /^NOT ACCEPTED: sabotaged: "test_sol\.py::test_zero" still passes/);
+  } finally {
+    rmSync(other, { recursive: true, force: true });
+  }
+});
+
+test('the sluice binary runs as a process and exits with the verdict', async () => {
+  const main = new URL('../src/main.ts', import.meta.url).pathname;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=development', main, 'prove', dir], {
+    env: { ...process.env, SLUICE_PROOF_ADMIN_URL: process.env.SLUICE_TEST_ADMIN_URL },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  assert.equal(code, 0, out);
+  assert.match(out, /^ACCEPTED/);
+});

@@ -1,0 +1,154 @@
+// The queue commands of the `sluice` binary, run as a real process against a real database.
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { after, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { createTestDatabase, waitFor, type TestDatabase } from '@sluice/testkit';
+import { Sluice } from 'sluice';
+
+const BIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const HANDLER = fileURLToPath(new URL('./fixtures/double.mjs', import.meta.url));
+const silent = { error() {}, warn() {}, info() {}, debug() {} };
+
+let db: TestDatabase;
+let sluice: Sluice;
+const ready = (async () => {
+  db = await createTestDatabase();
+  sluice = new Sluice({ connectionString: db.url, logger: silent });
+})();
+after(async () => {
+  await sluice?.close();
+  await db?.drop();
+});
+
+function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, DATABASE_URL: db.url, ...env }, timeout: 60_000 }, (error, out, err) =>
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, out, err }),
+    );
+  });
+}
+
+test('migrate, queues put/list/pause/resume, and --help on every command', async () => {
+  await ready;
+  const migrated = await run(['migrate']);
+  assert.equal(migrated.code, 0, migrated.err);
+  assert.match(migrated.out, /schema already at version \d+/);
+  const fresh = await run(['migrate', '--schema', 'cli_fresh', '--json']);
+  assert.ok(JSON.parse(fresh.out).applied.length >= 3);
+
+  const put = await run(['queues', 'put', 'emails', '--concurrency', '40', '--max-per-key', '3', '--max-pending', '2', '--backoff-base-ms', '500']);
+  assert.equal(put.code, 0, put.err);
+  assert.match(put.out, /emails\s+40\s+-\s+3\s+2\s+5\s+600s\s+no/);
+  const list = JSON.parse((await run(['queues', 'list', '--json'])).out);
+  assert.deepEqual(list.map((q: { name: string }) => q.name), ['emails']);
+  assert.equal(list[0].backoff.baseMs, 500);
+  assert.match((await run(['queues', 'pause', 'emails'])).out, /emails paused/);
+  assert.match((await run(['queues', 'resume', 'emails'])).out, /emails resumed/);
+
+  for (const command of [[], ['queues', 'put'], ['send'], ['stats'], ['dead', 'list'], ['replay'], ['cancel'], ['schedules', 'put'], ['worker'], ['migrate']]) {
+    const help = await run([...command, '--help']);
+    assert.equal(help.code, 0, `${command.join(' ')} --help`);
+    assert.match(help.out, /Usage: sluice/);
+  }
+  const bad = await run(['queues', 'put', 'x', '--concurrency', 'lots']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.err, /--concurrency must be an integer/);
+});
+
+test('send, refusals with a one-line reason, stats table and JSON', async () => {
+  await ready;
+  await sluice.queues.put('cli-send', { maxPending: 2, maxPerKey: 1, concurrency: 7 });
+  const sent = await run(['send', 'cli-send', '{"n":1}', '--key', 'u1']);
+  assert.equal(sent.code, 0, sent.err);
+  const id = /enqueued job (\d+)/.exec(sent.out)?.[1];
+  assert.ok(id);
+  assert.deepEqual((await sluice.get(id!))?.data, { n: 1 });
+  const limited = await run(['send', 'cli-send', '{}', '--key', 'u1']);
+  assert.equal(limited.code, 2);
+  assert.match(limited.err, /^sluice: key "u1" has 1 jobs in queue "cli-send" \(limit 1\)\n$/);
+  await run(['send', 'cli-send', '{}']);
+  const full = await run(['send', 'cli-send', '{}']);
+  assert.equal(full.code, 2);
+  assert.match(full.err, /is full/);
+  const badJson = await run(['send', 'cli-send', '{nope']);
+  assert.equal(badJson.code, 2);
+  assert.match(badJson.err, /data is not valid JSON/);
+  const missing = await run(['send', 'no-such-queue', '{}']);
+  assert.match(missing.err, /queue "no-such-queue" does not exist/);
+
+  const stats = await run(['stats', '--queue', 'cli-send']);
+  assert.match(stats.out, /queue\s+ready\s+scheduled\s+active\/cap\s+dead\s+lag/);
+  assert.match(stats.out, /cli-send\s+2\s+0\s+0\/7\s+0/);
+  const watched = await run(['stats', '--queue', 'cli-send', '--watch', '1', '--count', '2', '--json']);
+  const lines = watched.out.trim().split('\n');
+  assert.equal(lines.length, 2);
+  assert.equal(JSON.parse(lines[1]!)[0].ready, 2);
+  const noDb = await run(['stats'], { DATABASE_URL: '' });
+  assert.match(noDb.err, /no database: pass --database-url or set DATABASE_URL/);
+});
+
+test('dead list, replay one and by filter, cancel', async () => {
+  await ready;
+  await sluice.queues.put('cli-dead', { maxAttempts: 1 });
+  const ids: string[] = [];
+  for (const message of ['smtp timeout', 'smtp timeout', 'bad address']) {
+    const { id } = await sluice.send('cli-dead', {});
+    const [job] = await sluice.claim('cli-dead');
+    await sluice.fail(job!.id, job!.leaseToken, { message });
+    ids.push(id);
+  }
+  const list = await run(['dead', 'list', '--queue', 'cli-dead']);
+  assert.match(list.out, /id\s+queue\s+attempts\s+died\s+last error/);
+  assert.equal(list.out.trim().split('\n').length, 5);
+  const filtered = JSON.parse((await run(['dead', 'list', '--error', 'SMTP', '--json'])).out);
+  assert.equal(filtered.length, 2);
+  const one = await run(['replay', ids[2]!]);
+  assert.match(one.out, new RegExp(`job ${ids[2]} is pending again`));
+  const bulk = await run(['replay', '--queue', 'cli-dead', '--error', 'timeout']);
+  assert.match(bulk.out, /replayed 2 dead job\(s\)/);
+  assert.equal((await sluice.stats('cli-dead')).ready, 3);
+  const neither = await run(['replay']);
+  assert.equal(neither.code, 2);
+  assert.match(neither.err, /give a job id, or a filter/);
+  const cancelled = await run(['cancel', ids[0]!]);
+  assert.match(cancelled.out, /cancelled/);
+  const again = await run(['cancel', ids[0]!]);
+  assert.match(again.err, /it is cancelled, and only pending or active jobs can be/);
+});
+
+test('schedules put, list, remove; an invalid cron expression is refused with its reason', async () => {
+  await ready;
+  await sluice.queues.put('cli-cron', {});
+  const put = await run(['schedules', 'put', 'nightly', '--cron', '0 3 * * *', '--tz', 'Europe/Paris', '--queue', 'cli-cron', '--data', '{"r":1}']);
+  assert.equal(put.code, 0, put.err);
+  assert.match(put.out, /schedule nightly: next slot \d{4}-/);
+  assert.match((await run(['schedules', 'list'])).out, /nightly\s+0 3 \* \* \*\s+Europe\/Paris\s+cli-cron\s+latest/);
+  const bad = await run(['schedules', 'put', 'broken', '--cron', '99 * * * *', '--queue', 'cli-cron']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.err, /invalid cron expression/);
+  assert.match((await run(['schedules', 'remove', 'nightly'])).out, /removed/);
+  assert.match((await run(['schedules', 'remove', 'nightly'])).err, /does not exist/);
+});
+
+test('worker runs a handler module until SIGTERM, then drains and exits 0', async () => {
+  await ready;
+  await sluice.queues.put('cli-work', {});
+  const sent = await sluice.sendMany('cli-work', [1, 2, 3].map((n) => ({ data: { n } })));
+  const child = spawn(process.execPath, [BIN, 'worker', '--queue', 'cli-work', '--handler', HANDLER, '--concurrency', '2'], {
+    env: { ...process.env, DATABASE_URL: db.url },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let err = '';
+  child.stderr.on('data', (d) => (err += d));
+  await waitFor(async () => (await sluice.stats('cli-work')).completed === 3, { timeoutMs: 60_000, message: 'three jobs done' });
+  for (const [i, { id }] of sent.entries()) assert.deepEqual((await sluice.get(id))?.result, { doubled: (i + 1) * 2 });
+  child.kill('SIGTERM');
+  const [code] = await once(child, 'exit');
+  assert.equal(code, 0, err);
+  assert.match(err, /stopped/);
+  const broken = await run(['worker', '--queue', 'cli-work', '--handler', '/nonexistent/module.mjs']);
+  assert.equal(broken.code, 2);
+  assert.match(broken.err, /cannot load handler module/);
+});

@@ -1,0 +1,18 @@
+/**
+ * @sluice/proof: executable proof that a planted bug is real. `runSuite` runs a test
+ * suite in a throwaway sandboxed workspace (Jest, pytest) or a disposable database
+ * (pgTAP); `prove` accepts a bug only when gold passes every test and the sabotaged code
+ * fails every one; `sabotage` finds such a bug with an LLM or offline mutation.
+ */
+export { runSuite } from './run-suite.js';
+export { prove, judge } from './prove.js';
+export { sabotage, type SabotageOptions, type SabotageResult, type SabotageAttempt } from './sabotage/sabotage.js';
+export type { Saboteur, SabotageCandidate, RejectedAttempt } from './sabotage/saboteur.js';
+export { LlmSaboteur, buildPrompt, parseReply } from './sabotage/llm-saboteur.js';
+export { ChatClient, type ChatClientOptions, type ChatMessage } from './sabotage/chat-client.js';
+export { MutationSaboteur, type MutationSaboteurOptions } from './sabotage/mutation/mutation-saboteur.js';
+export { loadChallenge, saveSabotage, SABOTAGED_DIR, SABOTAGE_FILE, type LoadedChallenge } from './challenge.js';
+export * from './errors.js';
+export type * from './types.js';
+export { LANGUAGES } from './types.js';
+export type { EngineOptions, DatabaseOptions, Logger } from './options.js';

@@ -1,0 +1,190 @@
+/**
+ * Jest runs: a workspace with the files, a synthesized package.json (Jest config inside)
+ * and a `node_modules` link to the one shared install; results come from
+ * `--json --outputFile`, never from stdout, which the code under test can write to.
+ */
+import { readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { clip } from '../capped-output.js';
+import { writeSourceFiles } from '../files.js';
+import { DEFAULT_OUTPUT_LIMIT_BYTES, perTestTimeoutMs, type EngineOptions } from '../options.js';
+import { runProcess } from '../process.js';
+import { handOver, type Sandbox } from '../sandbox.js';
+import { jestToolchain } from '../toolchain.js';
+import type { RunSuiteInput, SuiteResult, TestResult } from '../types.js';
+import { checkNpmDependencies } from './dependencies.js';
+import { uniqueId } from './ids.js';
+
+const REPORT = '.sluice-report.json';
+// A report larger than this is not read: it would only be a flood of failure text.
+const MAX_REPORT_BYTES = 16 * 1024 * 1024;
+
+export async function runJest(input: RunSuiteInput, workspace: string, sandbox: Sandbox, options: EngineOptions, timeoutMs: number): Promise<SuiteResult> {
+  const toolchain = jestToolchain();
+  const base = emptyResult(input, sandbox);
+  const missing = checkNpmDependencies(input.dependencies ?? {}, toolchain.nodeModules);
+  await writeSourceFiles(workspace, input.files);
+  await writeSourceFiles(workspace, input.tests);
+  await writeFile(join(workspace, 'package.json'), JSON.stringify(packageJson(input), null, 2));
+  await symlink(toolchain.nodeModules, join(workspace, 'node_modules'));
+  if (missing) return { ...base, setupError: missing };
+  await handOver(workspace, sandbox);
+
+  const command = sandbox.wrap({
+    workspace,
+    command: process.execPath,
+    args: [
+      toolchain.jestBin,
+      '--ci',
+      '--json',
+      `--outputFile=${join(workspace, REPORT)}`,
+      '--runInBand',
+      '--forceExit',
+      '--no-watchman',
+      `--testTimeout=${perTestTimeoutMs(timeoutMs, options)}`,
+      `--rootDir=${workspace}`,
+    ],
+    env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: workspace, NODE_ENV: 'test', CI: 'true', FORCE_COLOR: '0', TMPDIR: '/tmp' },
+    readOnlyPaths: [toolchain.nodeModules],
+  });
+  const outcome = await runProcess({ ...command, cwd: workspace, timeoutMs, outputLimitBytes: options.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES });
+  const result: SuiteResult = {
+    ...base,
+    timedOut: outcome.timedOut,
+    durationMs: outcome.durationMs,
+    output: outcome.output,
+    outputTruncated: outcome.outputTruncated,
+    exitCode: outcome.exitCode,
+  };
+  if (outcome.timedOut) return result;
+  const report = await readReport(join(workspace, REPORT));
+  if (typeof report === 'string') return { ...result, problems: [report] };
+  return { ...result, ...readJestReport(report, workspace) };
+}
+
+function emptyResult(input: RunSuiteInput, sandbox: Sandbox): SuiteResult {
+  return {
+    language: input.language,
+    ran: false,
+    tests: {},
+    setupError: null,
+    problems: [],
+    timedOut: false,
+    durationMs: 0,
+    output: '',
+    outputTruncated: false,
+    sandboxed: sandbox.isolated,
+    exitCode: null,
+  };
+}
+
+function packageJson(input: RunSuiteInput): object {
+  const tsJest = [
+    'ts-jest',
+    {
+      // Transpile only (fast, no type check); syntax errors still fail the suite.
+      tsconfig: { isolatedModules: true, allowJs: true, module: 'commonjs', target: 'es2022', esModuleInterop: true, sourceMap: true, strict: false },
+    },
+  ];
+  return {
+    name: 'sluice-proof-run',
+    private: true,
+    dependencies: input.dependencies ?? {},
+    jest: {
+      testEnvironment: 'node',
+      testMatch: Object.keys(input.tests).map((path) => `<rootDir>/${path}`),
+      transform: { '^.+\\.[cm]?[jt]sx?$': tsJest },
+      moduleFileExtensions: ['js', 'mjs', 'cjs', 'jsx', 'ts', 'mts', 'cts', 'tsx', 'json', 'node'],
+      cacheDirectory: '<rootDir>/.sluice-jest-cache',
+      watchman: false,
+    },
+  };
+}
+
+/** The parsed report, or why there is none. */
+async function readReport(path: string): Promise<unknown> {
+  try {
+    const info = await stat(path);
+    if (info.size > MAX_REPORT_BYTES) return `the Jest report is ${info.size} bytes, more than the ${MAX_REPORT_BYTES} read`;
+    return JSON.parse(await readFile(path, 'utf8')) as unknown;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === 'ENOENT'
+      ? 'Jest wrote no report (the process exited before the end of the run, e.g. process.exit inside a test)'
+      : `the Jest report could not be read: ${(error as Error).message}`;
+  }
+}
+
+interface JestAssertion {
+  ancestorTitles?: unknown;
+  title?: unknown;
+  status?: unknown;
+  failureMessages?: unknown;
+  duration?: unknown;
+}
+
+interface JestFileResult {
+  name?: unknown;
+  status?: unknown;
+  message?: unknown;
+  assertionResults?: unknown;
+  testExecError?: unknown;
+}
+
+type Parsed = Pick<SuiteResult, 'ran' | 'tests' | 'setupError' | 'problems' | 'timedOut'>;
+
+/** Normalises Jest's JSON report. Exported for tests of odd reports. */
+export function readJestReport(report: unknown, workspace: string): Parsed {
+  const fail = (why: string): Parsed => ({ ran: false, tests: {}, setupError: null, problems: [why], timedOut: false });
+  if (report === null || typeof report !== 'object') return fail('the Jest report is not a JSON object');
+  const files = (report as { testResults?: unknown }).testResults;
+  if (!Array.isArray(files)) return fail('the Jest report has no testResults');
+  const tests: Record<string, TestResult> = {};
+  const setupErrors: string[] = [];
+  let timedOut = false;
+  for (const file of files as JestFileResult[]) {
+    const name = typeof file.name === 'string' ? relativeTo(workspace, file.name) : '?';
+    const assertions = Array.isArray(file.assertionResults) ? (file.assertionResults as JestAssertion[]) : [];
+    const message = typeof file.message === 'string' ? file.message : '';
+    if (file.testExecError || (file.status === 'failed' && assertions.length === 0)) {
+      setupErrors.push(`${name}: ${clip(stripAnsi(message) || 'the test file failed to run', 1_500)}`);
+      continue;
+    }
+    for (const assertion of assertions) {
+      const path = [...(Array.isArray(assertion.ancestorTitles) ? assertion.ancestorTitles.map(String) : []), String(assertion.title ?? '')];
+      const id = uniqueId(tests, `${name}::${path.join(' > ')}`);
+      const failure = Array.isArray(assertion.failureMessages) ? stripAnsi(assertion.failureMessages.map(String).join('\n')) : '';
+      const test: TestResult = { id, status: statusOf(assertion.status) };
+      if (typeof assertion.duration === 'number') test.durationMs = assertion.duration;
+      if (test.status === 'failed') {
+        test.message = clip(failure, 2_000);
+        if (/Exceeded timeout of \d+ ?ms for a (test|hook)/.test(failure)) {
+          test.failureKind = 'timeout';
+          timedOut = true;
+        }
+      } else if (test.status === 'skipped') test.message = String(assertion.status);
+      tests[id] = test;
+    }
+    // A file that failed outside its tests (an error thrown after them, in afterAll…) is not a clean run.
+    if (file.status === 'failed' && message && assertions.every((a) => a.status !== 'failed')) {
+      setupErrors.push(`${name}: ${clip(stripAnsi(message), 1_500)}`);
+    }
+  }
+  return { ran: true, tests, setupError: setupErrors.length ? setupErrors.join('\n') : null, problems: [], timedOut };
+}
+
+function statusOf(status: unknown): TestResult['status'] {
+  if (status === 'passed') return 'passed';
+  if (status === 'failed') return 'failed';
+  // pending (skip), todo, disabled, focused-away: none of them ran.
+  return 'skipped';
+}
+
+function relativeTo(workspace: string, path: string): string {
+  return path.startsWith(`${workspace}/`) ? path.slice(workspace.length + 1) : path;
+}
+
+function stripAnsi(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/\u001b\[[0-9;]*m/g, '');
+}

@@ -1,0 +1,201 @@
+/**
+ * pgTAP runs: a disposable database per run, created and dropped (WITH (FORCE), in a
+ * `finally`) by the unprivileged runner role; `CREATE EXTENSION pgtap`; the solution
+ * loaded in one transaction; each test file run statement by statement on its own
+ * connection, with `statement_timeout` on every statement and a watchdog on the whole
+ * run; TAP read from the rows, assertions identified by description.
+ *
+ * Decision: an SQL error that escapes an assertion (the solution raised, or a statement
+ * timed out) aborts its test file, as in psql with ON_ERROR_STOP. pgTAP cannot tie the
+ * error to an assertion, so that assertion and the rest of the file are missing from
+ * the report, and the run is incomplete: a proof rejects it. An error a test catches
+ * itself (`throws_ok`, `lives_ok`) is an ordinary assertion result.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { CappedOutput, clip } from '../capped-output.js';
+import { PgtapUnavailableError, DatabaseUnavailableError } from '../errors.js';
+import { DEFAULT_OUTPUT_LIMIT_BYTES, perTestTimeoutMs, type EngineOptions } from '../options.js';
+import { runnerUrl, withDatabase } from '../database/runner-role.js';
+import type { RunSuiteInput, SuiteResult, TestResult } from '../types.js';
+import { uniqueId } from './ids.js';
+import { loadSqlParser, splitSqlScript } from './sql-script.js';
+import { parseTap } from './tap.js';
+
+const QUERY_CANCELED = '57014';
+
+export async function runPgtap(input: RunSuiteInput, options: EngineOptions, timeoutMs: number): Promise<SuiteResult> {
+  const started = performance.now();
+  const result: SuiteResult = {
+    language: 'sql',
+    ran: false,
+    tests: {},
+    setupError: null,
+    problems: [],
+    timedOut: false,
+    durationMs: 0,
+    output: '',
+    outputTruncated: false,
+    sandboxed: false,
+    exitCode: null,
+  };
+  if (Object.keys(input.dependencies ?? {}).length > 0) {
+    return { ...result, setupError: 'SQL challenges cannot declare dependencies (only pgTAP is installed in run databases)' };
+  }
+  await loadSqlParser();
+  const output = new CappedOutput(options.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES);
+  const maintenanceUrl = await runnerUrl(options.database);
+  const database = `sluice_proof_${randomBytes(8).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: maintenanceUrl, connectionTimeoutMillis: 10_000 });
+  try {
+    await admin.connect();
+  } catch (error) {
+    throw new DatabaseUnavailableError(`cannot connect as the runner role: ${(error as Error).message}`, { cause: error });
+  }
+  const clients = new Set<pg.Client>();
+  let watchdog: NodeJS.Timeout | undefined;
+  try {
+    try {
+      await admin.query(`CREATE DATABASE ${database}`);
+    } catch (error) {
+      throw new DatabaseUnavailableError(`the runner role cannot create a database: ${(error as Error).message}`, { cause: error });
+    }
+    // Only the owner (the runner role) and superusers may connect to a run's database.
+    await admin.query(`REVOKE CONNECT ON DATABASE ${database} FROM PUBLIC`);
+    const statementMs = perTestTimeoutMs(timeoutMs, options);
+    const connect = async (): Promise<pg.Client> => {
+      const client = new pg.Client({
+        connectionString: withDatabase(maintenanceUrl, database),
+        connectionTimeoutMillis: 10_000,
+        options: `-c statement_timeout=${statementMs} -c client_min_messages=warning`,
+      });
+      client.on('error', () => undefined);
+      client.on('notice', (notice) => output.push(Buffer.from(`${notice.severity ?? 'NOTICE'}: ${notice.message}\n`)));
+      clients.add(client);
+      await client.connect();
+      return client;
+    };
+    // A solution can switch statement_timeout off for itself; the watchdog ends the run anyway.
+    watchdog = setTimeout(() => {
+      result.timedOut = true;
+      admin
+        .query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database])
+        .catch(() => undefined);
+      for (const client of clients) client.end().catch(() => undefined);
+    }, timeoutMs);
+
+    const setup = await connect();
+    try {
+      // Installing pgTAP is the engine's work, not the code under test: only the run's limit applies.
+      await setup.query(`SET statement_timeout = ${timeoutMs}`);
+      await setup.query('CREATE EXTENSION pgtap');
+      await setup.query(`SET statement_timeout = ${statementMs}`);
+    } catch (error) {
+      if (/not available|could not open extension control file/i.test((error as Error).message)) {
+        throw new PgtapUnavailableError(
+          `the PostgreSQL server has no pgTAP (${(error as Error).message}); install postgresql-<major>-pgtap on the server (see @sluice/proof README)`,
+          { cause: error },
+        );
+      }
+      throw error;
+    }
+    for (const [path, sql] of Object.entries(input.files)) {
+      const failure = await loadSolutionFile(setup, sql);
+      if (failure) {
+        if (failure.timedOut) result.timedOut = true;
+        result.setupError = `${path}: ${failure.message}`;
+        return finish();
+      }
+    }
+    await setup.end();
+    clients.delete(setup);
+
+    for (const [path, script] of Object.entries(input.tests)) {
+      const split = splitSqlScript(script);
+      if ('error' in split) {
+        result.setupError = `${path}: ${split.error}`;
+        return finish();
+      }
+      const client = await connect();
+      try {
+        const lines: string[] = [];
+        let failure: string | null = null;
+        for (const statement of split.statements) {
+          try {
+            const rows = await client.query({ text: statement.sql, rowMode: 'array' });
+            for (const each of Array.isArray(rows) ? rows : [rows]) {
+              for (const row of each.rows as unknown[][]) {
+                for (const value of row) if (typeof value === 'string') lines.push(...value.split('\n'));
+              }
+            }
+          } catch (error) {
+            const pgError = error as { code?: string; message: string };
+            if (pgError.code === QUERY_CANCELED || result.timedOut) result.timedOut = true;
+            failure = `${path} line ${statement.line}: ${pgError.message}`;
+            break;
+          }
+        }
+        output.push(Buffer.from(`# ${path}\n${lines.join('\n')}\n`));
+        collectAssertions(path, lines, result, failure);
+      } finally {
+        await client.end().catch(() => undefined);
+        clients.delete(client);
+      }
+      if (result.timedOut) return finish();
+    }
+    result.ran = true;
+    return finish();
+  } catch (error) {
+    // Past the deadline, whatever broke broke because the watchdog cut the connections.
+    if (result.timedOut) return finish();
+    throw error;
+  } finally {
+    clearTimeout(watchdog);
+    for (const client of clients) await client.end().catch(() => undefined);
+    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
+    await admin.end().catch(() => undefined);
+  }
+
+  function finish(): SuiteResult {
+    result.durationMs = Math.round(performance.now() - started);
+    result.output = output.text();
+    result.outputTruncated = output.truncated;
+    if (result.timedOut) result.ran = false;
+    return result;
+  }
+}
+
+/** Loads one solution file in a transaction; returns why it failed, or null. */
+async function loadSolutionFile(client: pg.Client, sql: string): Promise<{ message: string; timedOut: boolean } | null> {
+  try {
+    await client.query('BEGIN');
+    await client.query(sql);
+    await client.query('COMMIT');
+    return null;
+  } catch (error) {
+    const pgError = error as { code?: string; message: string; position?: string };
+    await client.query('ROLLBACK').catch(() => undefined);
+    const line = pgError.position ? ` (line ${sql.slice(0, Number(pgError.position) - 1).split('\n').length})` : '';
+    return { message: `${pgError.message}${line}`, timedOut: pgError.code === QUERY_CANCELED };
+  }
+}
+
+/** Adds one test file's assertions to the result; `failure` is the SQL error that stopped the file, if any. */
+function collectAssertions(path: string, lines: string[], result: SuiteResult, failure: string | null): void {
+  const tap = parseTap(lines);
+  const seen: Record<string, TestResult> = {};
+  for (const assertion of tap.assertions) {
+    const base = `${path}::${assertion.description || `#${assertion.number}`}`;
+    const id = uniqueId(seen, base);
+    const test: TestResult = { id, status: assertion.directive ? 'skipped' : assertion.ok ? 'passed' : 'failed' };
+    if (!assertion.ok || assertion.directive) test.message = clip(assertion.diagnostics.join('\n'), 2_000);
+    seen[id] = test;
+    result.tests[id] = test;
+  }
+  if (tap.bailOut) result.problems.push(`${path}: Bail out! ${tap.bailOut}`);
+  if (failure) {
+    result.problems.push(`${failure} (the file stopped here: ${tap.assertions.length} assertion(s) reported${tap.plan !== null ? ` of ${tap.plan} planned` : ''})`);
+  } else if (tap.plan !== null && tap.plan !== tap.assertions.length) {
+    result.problems.push(`${path}: planned ${tap.plan} assertion(s) but ran ${tap.assertions.length}`);
+  }
+}

@@ -1,0 +1,123 @@
+/** The shapes shared by the runners, the judge and the saboteurs. */
+
+export const LANGUAGES = ['javascript', 'typescript', 'python', 'sql'] as const;
+export type Language = (typeof LANGUAGES)[number];
+
+/** Files by relative path (forward slashes, no `..`), contents as UTF-8 text. */
+export type SourceFiles = Record<string, string>;
+
+export interface RunSuiteInput {
+  language: Language;
+  /** The solution under test. */
+  files: SourceFiles;
+  /** The test files (Jest test files, pytest modules and conftests, pgTAP scripts). */
+  tests: SourceFiles;
+  /** Hard limit on the whole run; the process tree is SIGKILLed past it. Default 30 000. */
+  timeoutMs?: number;
+  /**
+   * Packages the solution needs: npm name → semver range for JavaScript/TypeScript,
+   * distribution name → PEP 440 specifier ('' for any) for Python. Checked offline
+   * against what is installed; nothing is ever downloaded.
+   */
+  dependencies?: Record<string, string>;
+}
+
+export type TestStatus = 'passed' | 'failed' | 'skipped';
+
+/**
+ * Why a test failed, when it is not a plain failure inside the test: `timeout` (the
+ * test's own time limit), `setup` (a fixture or hook around the test errored).
+ */
+export type FailureKind = 'timeout' | 'setup';
+
+export interface TestResult {
+  /** Stable across runs of the same tests: `<test file>::<name path>`. */
+  id: string;
+  status: TestStatus;
+  failureKind?: FailureKind;
+  /** First lines of the failure or skip message, size-capped. */
+  message?: string;
+  durationMs?: number;
+}
+
+export interface SuiteResult {
+  language: Language;
+  /** A report was produced and read in full. False means the results below cannot be trusted. */
+  ran: boolean;
+  /** Per-test results by test id, in the order the runner reported them. */
+  tests: Record<string, TestResult>;
+  /** The suite could not load: a syntax, import, collection or compile error, or a missing dependency. */
+  setupError: string | null;
+  /** Anything else that makes the run incomplete, such as an SQL error that aborted a test file. */
+  problems: string[];
+  /** The hard limit fired, or at least one test hit its own time limit. */
+  timedOut: boolean;
+  durationMs: number;
+  /** Captured stdout and stderr (interleaved), cut at the output cap. */
+  output: string;
+  outputTruncated: boolean;
+  /** Whether the run was isolated by bubblewrap (SQL runs execute inside PostgreSQL instead). */
+  sandboxed: boolean;
+  exitCode: number | null;
+}
+
+export interface ProveInput {
+  language: Language;
+  gold: SourceFiles;
+  sabotaged: SourceFiles;
+  tests: SourceFiles;
+  timeoutMs?: number;
+  dependencies?: Record<string, string>;
+}
+
+export type VerdictReasonCode =
+  | 'identical'
+  | 'not_ran'
+  | 'setup_error'
+  | 'problems'
+  | 'timed_out'
+  | 'no_tests'
+  | 'test_failed'
+  | 'test_skipped'
+  | 'test_passed'
+  | 'test_timeout'
+  | 'test_setup_error'
+  | 'test_missing'
+  | 'test_unexpected';
+
+export interface VerdictReason {
+  /** Which run the reason is about. */
+  run: 'gold' | 'sabotaged';
+  code: VerdictReasonCode;
+  message: string;
+  testId?: string;
+}
+
+export interface TestVerdict {
+  id: string;
+  gold: TestStatus | 'missing';
+  sabotaged: TestStatus | 'missing' | 'not_run';
+  /** This test behaves as a proof needs: passes on gold, fails inside the test on the sabotaged code. */
+  ok: boolean;
+}
+
+export interface Verdict {
+  accepted: boolean;
+  /** Every reason the proof was not accepted (empty when accepted). */
+  reasons: VerdictReason[];
+  /** One line a person can read. */
+  summary: string;
+  tests: TestVerdict[];
+  gold: SuiteResult;
+  sabotaged: SuiteResult | null;
+}
+
+export interface Challenge {
+  language: Language;
+  gold: SourceFiles;
+  tests: SourceFiles;
+  timeoutMs?: number;
+  dependencies?: Record<string, string>;
+  /** What the code is meant to do, for the LLM saboteur's prompt. */
+  description?: string;
+}

@@ -1,0 +1,130 @@
+/** The offline saboteur: real parsers, text splices, a seeded order, and a search through prove. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MutationSaboteur, sabotage, type Challenge } from '../src/index.js';
+import { engine } from './helpers.js';
+
+const options = engine('sluice_proof_t_mutation');
+
+const python: Challenge = {
+  language: 'python',
+  gold: {
+    'grade.py': [
+      'def grade(score, bonus=False):',
+      '    if score >= 90 and not bonus:',
+      '        return "A"',
+      '    total = score + 5 if bonus else score',
+      '    return "pass" if total > 50 else "fail"',
+      '',
+      'def average(values):',
+      '    return sum(values) / len(values)',
+      '',
+    ].join('\n'),
+  },
+  tests: {
+    'test_grade.py': 'from grade import average\ndef test_average():\n    assert average([2, 4]) == 3\ndef test_single():\n    assert average([5]) == 5\n',
+  },
+};
+
+const typescript: Challenge = {
+  language: 'typescript',
+  gold: {
+    'stats.ts': [
+      'export const isAdult = (age: number): boolean => age >= 18;',
+      'export function total(items: { price: number; qty: number }[]): number {',
+      '  let sum = 0;',
+      '  for (const item of items) sum += item.price * item.qty;',
+      '  return Math.max(sum, 0);',
+      '}',
+      '',
+    ].join('\n'),
+  },
+  tests: {
+    'stats.test.ts': "import { total } from './stats';\ntest('one', () => expect(total([{ price: 2, qty: 3 }])).toBe(6));\ntest('two', () => expect(total([{ price: 1, qty: 1 }, { price: 4, qty: 2 }])).toBe(9));\n",
+  },
+};
+
+const sql: Challenge = {
+  language: 'sql',
+  gold: {
+    'solution.sql': [
+      'CREATE TABLE scores (name text, points int);',
+      "INSERT INTO scores VALUES ('ann', 10), ('bob', 30), ('cy', 20);",
+      'CREATE FUNCTION top_scorer() RETURNS text LANGUAGE sql AS $$',
+      '  SELECT name FROM scores WHERE points > 0 ORDER BY points DESC LIMIT 1',
+      '$$;',
+      'CREATE FUNCTION points_of(who text) RETURNS int LANGUAGE plpgsql AS $body$',
+      'BEGIN',
+      '  RETURN (SELECT points FROM scores WHERE name = who);',
+      'END $body$;',
+      '',
+    ].join('\n'),
+  },
+  tests: {
+    'test_scores.sql': "SELECT plan(2);\nSELECT is(points_of('bob'), 30, 'bob has 30');\nSELECT is(points_of('cy'), 20, 'cy has 20');\nSELECT * FROM finish();\n",
+  },
+};
+
+test('Python: tree-sitter finds operators, returns and constants; every mutant parses; the order is fixed by the seed', async () => {
+  const first = await new MutationSaboteur({ seed: 7, maxCandidates: 200 }).mutants(python);
+  const again = await new MutationSaboteur({ seed: 7, maxCandidates: 200 }).mutants(python);
+  const other = await new MutationSaboteur({ seed: 8, maxCandidates: 200 }).mutants(python);
+  assert.deepEqual(first.map((m) => m.description), again.map((m) => m.description));
+  assert.deepEqual(new Set(first.map((m) => m.description)), new Set(other.map((m) => m.description)));
+  const descriptions = first.map((m) => m.description).join('\n');
+  for (const expected of ['`score >= 90` → `score > 90`', '`score >= 90 and not bonus` → `score >= 90 or not bonus`', '`not bonus` → `bonus`', '`sum(values) / len(values)` → `sum(values) / len(values) + 1`', '`90` → `91`', '`sum(values) / len(values)` → `sum(values) * len(values)`']) {
+    assert.ok(descriptions.includes(expected), `missing ${expected}`);
+  }
+  // The first tier perturbs return values; higher-order mutants (two edits) follow.
+  assert.equal(first[0]!.operator, 'return');
+  assert.ok(first.some((m) => m.edits.length === 2 && m.edits.every((e) => e.family !== 'return')));
+  for (const mutant of first) assert.notEqual(mutant.files['grade.py'], python.gold['grade.py']);
+});
+
+test('TypeScript: Babel finds operators, compound assignments, method swaps and arrow-function returns', async () => {
+  const mutants = await new MutationSaboteur({ maxCandidates: 200 }).mutants(typescript);
+  const descriptions = mutants.map((m) => m.description).join('\n');
+  for (const expected of ['`age >= 18` → `!(age >= 18)`', '`sum += item.price * item.qty` → `sum -= item.price * item.qty`', '`max` → `min`', '`item.price * item.qty` → `item.price / item.qty`', '`0` → `1`']) {
+    assert.ok(descriptions.includes(expected), `missing ${expected}`);
+  }
+  assert.ok(mutants.some((m) => m.edits.some((e) => e.scope === 'total')));
+});
+
+test('SQL: libpg-query scans into dollar-quoted bodies (sql and PL/pgSQL)', async () => {
+  const mutants = await new MutationSaboteur({ maxCandidates: 200 }).mutants(sql);
+  const descriptions = mutants.map((m) => m.description).join('\n');
+  for (const expected of ['`DESC` → `ASC`', '`>` → `>=`', '`=` → `<>`', '`(SELECT points FROM scores WHERE name = who)` → `((SELECT points FROM scores WHERE name = who)) + 1`', '`1` → `2`']) {
+    assert.ok(descriptions.includes(expected), `missing ${expected}`);
+  }
+});
+
+test('the search proves candidates until one is accepted, and says the mutation saboteur found it', async () => {
+  for (const challenge of [python, sql]) {
+    const result = await sabotage(challenge, { engine: options, mutation: { seed: 1 } });
+    assert.equal(result.accepted, true, `${challenge.language}: ${result.summary}`);
+    assert.equal(result.saboteur, 'mutation');
+    assert.equal(result.verdict?.accepted, true);
+    assert.ok(result.candidate?.hint);
+  }
+});
+
+test('no accepted mutant within the budget: not accepted, with every attempt and its reason', async () => {
+  const stubborn: Challenge = {
+    language: 'python',
+    gold: { 'f.py': 'def f():\n    return 0\n' },
+    tests: { 'test_f.py': 'from f import f\ndef test_f():\n    assert f() is not None\n' },
+  };
+  const result = await sabotage(stubborn, { engine: options, mutation: { maxAttempts: 3 } });
+  assert.equal(result.accepted, false);
+  assert.equal(result.saboteur, null);
+  assert.ok(result.attempts.length >= 1 && result.attempts.length <= 3);
+  assert.ok(result.attempts.every((a) => a.reasons.some((r) => /still passes/.test(r))));
+});
+
+test('a gold suite that does not pass is refused before any sabotage', async () => {
+  const broken: Challenge = { ...python, tests: { 'test_bad.py': 'def test_bad():\n    assert False\n' } };
+  const result = await sabotage(broken, { engine: options });
+  assert.equal(result.accepted, false);
+  assert.deepEqual(result.attempts, []);
+  assert.match(result.summary, /gold run is not a valid suite/);
+});
