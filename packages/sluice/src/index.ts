@@ -29,6 +29,7 @@ export type {
   BackoffPolicy,
   RetentionPolicy,
   QueueStats,
+  ThroughputBucket,
   SendOptions,
   SendManyItem,
   SendResult,

@@ -21,7 +21,7 @@ import { Jobs } from './queue/jobs.js';
 import { Schedules } from './maintenance/schedules.js';
 import { Queues } from './queue/queues.js';
 import { validateInt, validateQueueName, validateSchemaName } from './queue/validate.js';
-import type { ClaimedJob, Job, Logger, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
+import type { ClaimedJob, Job, Logger, ThroughputBucket, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
 import { Worker, type Handler, type WorkOptions } from './worker/worker.js';
 
 export interface SluiceOptions {
@@ -263,6 +263,11 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
 
   stats(queue: string): Promise<QueueStats> {
     return this.jobs.stats(queue);
+  }
+
+  /** Completed and dead jobs per bucket over a recent window (default: 15 minutes in 30 s buckets). */
+  throughput(queue: string, opts?: { windowSeconds?: number; bucketSeconds?: number }): Promise<ThroughputBucket[]> {
+    return this.jobs.throughput(queue, opts);
   }
 
   /** Run the maintenance tick every `intervalMs` (default 10 s) in this process. */

@@ -155,6 +155,13 @@ export interface QueueStats {
   paused: boolean;
 }
 
+/** Finished jobs in one time bucket (bucket start `at`). */
+export interface ThroughputBucket {
+  at: Date;
+  completed: number;
+  dead: number;
+}
+
 /** A pino-compatible logger; only these methods are used. */
 export interface Logger {
   error(obj: object, msg?: string): void;

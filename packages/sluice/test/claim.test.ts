@@ -234,3 +234,25 @@ test('maintenance: a tick never overlaps itself, and runs in one process at a ti
   }
   assert.equal((await sluice.runMaintenance()).ran, true);
 });
+
+test('throughput: completed and dead jobs per bucket over the window, zeros included', async () => {
+  const clock = manualClock(new Date('2030-01-01T00:00:00Z'));
+  const sluice = await makeSluice({ now: clock.now });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { maxAttempts: 1 });
+  await sluice.sendMany(q, [{ data: 1 }, { data: 2 }, { data: 3 }]);
+  const [a, b, c] = await sluice.claim(q, { max: 3 });
+  await sluice.complete(a!.id, a!.leaseToken);
+  clock.advance(60_000);
+  await sluice.complete(b!.id, b!.leaseToken);
+  await sluice.fail(c!.id, c!.leaseToken, { message: 'x' });
+  clock.advance(10_000);
+  const buckets = await sluice.throughput(q, { windowSeconds: 120, bucketSeconds: 30 });
+  assert.equal(buckets.length, 4);
+  assert.deepEqual(buckets.map((x) => [x.at.toISOString(), x.completed, x.dead]), [
+    ['2029-12-31T23:59:30.000Z', 0, 0],
+    ['2030-01-01T00:00:00.000Z', 1, 0],
+    ['2030-01-01T00:00:30.000Z', 0, 0],
+    ['2030-01-01T00:01:00.000Z', 1, 1],
+  ]);
+});

@@ -63,3 +63,11 @@ SELECT q.name, q.concurrency, q.paused,
      WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= now()) AS oldest_ready_age_seconds
 FROM :SCHEMA.queue q
 ORDER BY q.name;
+
+-- name: QueueThroughput
+-- Finished jobs per time bucket ($3 seconds wide) since $2, from the finished-jobs index.
+SELECT (floor(extract(epoch FROM finished_at) / $3) * $3)::bigint AS bucket_epoch, state::text AS state, count(*)::integer AS n
+FROM :SCHEMA.job
+WHERE queue = $1 AND state IN ('completed', 'dead') AND finished_at >= $2
+GROUP BY 1, 2
+ORDER BY 1;

@@ -6,7 +6,7 @@
  */
 import type { Db, Queryable } from '../db/db.js';
 import { InvalidStateError, JobNotFoundError, LeaseLostError, QueueNotFoundError, ValidationError } from '../errors.js';
-import type { ClaimedJob, Job, QueueStats, SendManyItem, SendOptions, SendResult } from '../types.js';
+import type { ClaimedJob, Job, QueueStats, ThroughputBucket, SendManyItem, SendOptions, SendResult } from '../types.js';
 import { toJob, toQueue, toStats } from './rows.js';
 import { serializePayload, validateInt, validateQueueName, validateSendOptions } from './validate.js';
 
@@ -165,6 +165,29 @@ export class Jobs {
     if (!q) throw new QueueNotFoundError(queue);
     const [row] = await this.db.run('QueueStats', [queue, this.config.now()]);
     return toStats(toQueue(q), row);
+  }
+
+  /**
+   * Completed and dead jobs per time bucket over the last `windowSeconds` (default 15
+   * minutes, buckets of `bucketSeconds`, default 30): the throughput chart. Every bucket
+   * of the window is present, zeros included.
+   */
+  async throughput(queue: string, { windowSeconds = 900, bucketSeconds = 30 }: { windowSeconds?: number; bucketSeconds?: number } = {}): Promise<ThroughputBucket[]> {
+    validateQueueName(queue);
+    const window = validateInt(windowSeconds, 'windowSeconds', { min: 1, max: 7 * 86_400 })!;
+    const bucket = validateInt(bucketSeconds, 'bucketSeconds', { min: 1, max: 86_400 })!;
+    await this.ready();
+    const now: Date = this.config.now() ?? (await this.db.run('DatabaseNow'))[0].now;
+    const end = Math.floor(now.getTime() / 1000 / bucket) * bucket;
+    const start = end - Math.ceil(window / bucket) * bucket + bucket;
+    const rows = await this.db.run('QueueThroughput', [queue, new Date(start * 1000), bucket]);
+    const buckets = new Map<number, ThroughputBucket>();
+    for (let t = start; t <= end; t += bucket) buckets.set(t, { at: new Date(t * 1000), completed: 0, dead: 0 });
+    for (const r of rows) {
+      const b = buckets.get(Number(r.bucket_epoch));
+      if (b) b[r.state as 'completed' | 'dead'] = r.n;
+    }
+    return [...buckets.values()];
   }
 
   private async explain(id: string, action: string, allowed: string): Promise<Error> {
