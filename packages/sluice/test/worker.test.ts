@@ -208,3 +208,32 @@ test('wake-ups: with notifications off, polling alone drains the queue (as behin
   await waitFor(() => ids.every((id) => seen.has(id)), { message: 'all 20 jobs run by polling' });
   await worker.stop();
 });
+
+test('wake-ups: when a capped queue frees a slot, a worker in another process waiting on the cap is woken', async () => {
+  const a = await makeSluice();
+  const b = await makeSluice();
+  const q = uniqueQueue();
+  await a.queues.put(q, { concurrency: 1 });
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let startedA = false;
+  const workerA = a.work(q, { concurrency: 1, pollIntervalMs: 3_600_000, workerId: 'A' }, async () => {
+    startedA = true;
+    await gate;
+  });
+  const first = await a.send(q, 'first');
+  await waitFor(() => startedA, { message: 'A runs the first job' });
+  const ranByB: string[] = [];
+  const workerB = b.work(q, { concurrency: 1, pollIntervalMs: 3_600_000, workerId: 'B' }, (job) => void ranByB.push(job.id));
+  await waitFor(() => workerB.claimCount > 0 && workerB.isIdle, { message: 'B started and idle' });
+  const claimsBefore = workerB.claimCount;
+  const second = await a.send(q, 'second'); // B is woken by the insert, but the cap is full
+  await waitFor(() => workerB.claimCount > claimsBefore && workerB.isIdle, { message: 'B tried, and waits on the cap' });
+  assert.equal((await a.get(second.id))?.state, 'pending');
+  const stopping = workerA.stop(); // A takes nothing more
+  release();
+  await stopping;
+  await waitFor(() => ranByB.includes(second.id), { timeoutMs: 20_000, message: 'B woken by the freed slot' });
+  assert.equal((await a.get(first.id))?.state, 'completed');
+  await workerB.stop();
+});

@@ -82,6 +82,7 @@ export class Worker {
   private claimScheduled = false;
   private idle = false;
   private claimFailures = 0;
+  private claims = 0;
   private pollTimer: NodeJS.Timeout | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
@@ -120,6 +121,16 @@ export class Worker {
 
   get isRunning(): boolean {
     return this.state === 'running';
+  }
+
+  /** True while the worker waits for a wake-up: its last claim found nothing claimable. */
+  get isIdle(): boolean {
+    return this.state === 'running' && this.idle && !this.claiming;
+  }
+
+  /** Claims this worker has completed (whatever they returned), for monitoring and tests. */
+  get claimCount(): number {
+    return this.claims;
   }
 
   start(): this {
@@ -172,6 +183,7 @@ export class Worker {
     try {
       rows = await this.deps.db.run('JobClaim', [this.queue, limit, this.workerId, this.deps.now()]);
       this.claimFailures = 0;
+      this.claims++;
     } catch (err) {
       // Fail closed: nothing was claimed. Back off, then try again.
       this.claimFailures++;
