@@ -33,6 +33,8 @@ export interface SluiceOptions {
   schema?: string;
   /** Size of the pool Sluice opens from `connectionString`. Default 10. */
   maxPoolSize?: number;
+  /** `application_name` of the connections Sluice opens (visible in pg_stat_activity). Default `sluice`. */
+  applicationName?: string;
   /** `statement_timeout` of the connections Sluice opens, in ms. Default none. */
   statementTimeoutMs?: number;
   /** Wake workers with LISTEN/NOTIFY. Turn off behind PgBouncer in transaction mode; polling still works. Default true. */
@@ -91,9 +93,11 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
       this.db = new Db(options.pool, this.schema);
     } else {
       this.ownsPool = true;
-      listenerConfig = { connectionString: options.connectionString };
+      const applicationName = options.applicationName ?? 'sluice';
+      listenerConfig = { connectionString: options.connectionString, application_name: `${applicationName}:listener` };
       const pool = new pg.Pool({
         connectionString: options.connectionString,
+        application_name: applicationName,
         max: validateInt(options.maxPoolSize, 'maxPoolSize', { min: 1, max: 1000 }) ?? 10,
         ...(statementTimeout ? { statement_timeout: statementTimeout } : {}),
       });
