@@ -109,7 +109,12 @@ export class Worker {
         deps.logger.warn({ queue, jobIds: ids }, 'sluice: results fenced out (lease lost before they were written)');
         deps.emit('lease-lost', { queue, ids });
       },
-      flushed: () => this.wake(),
+      // A written completion frees a slot of a capped queue. With notifications on, the
+      // completion statement itself notifies every listener (this one included), so only
+      // a polling worker needs to wake itself here.
+      flushed: () => {
+        if (!deps.notify) this.wake();
+      },
       error: (err) => deps.logger.warn({ queue, err: (err as Error).message }, 'sluice: writing job results failed; retrying'),
     });
   }
