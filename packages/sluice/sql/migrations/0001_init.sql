@@ -57,12 +57,10 @@ CREATE INDEX job_ready_idx ON :SCHEMA.job (queue, priority DESC, run_at, id)
 CREATE INDEX job_key_pending_idx ON :SCHEMA.job (queue, key, priority DESC, run_at, id)
   WHERE state = 'pending' AND key IS NOT NULL;
 
--- Running jobs: global and per-key concurrency counts.
+-- Running jobs: global and per-key concurrency counts, and the sweeper's search for
+-- expired leases (running jobs are few, bounded by the workers' concurrency, so no
+-- separate lease index is worth its cost on every claim).
 CREATE INDEX job_active_idx ON :SCHEMA.job (queue, key)
-  WHERE state = 'active';
-
--- Expired leases, for the sweeper.
-CREATE INDEX job_lease_idx ON :SCHEMA.job (lease_expires_at)
   WHERE state = 'active';
 
 -- Idempotency: at most one unfinished job per (queue, singleton key).

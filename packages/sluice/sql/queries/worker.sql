@@ -78,3 +78,7 @@ SET lease_expires_at = coalesce($4::timestamptz, now()) + coalesce($3::integer, 
 FROM :SCHEMA.queue q
 WHERE j.id = $1 AND j.lease_token = $2 AND j.state = 'active' AND q.name = j.queue
 RETURNING j.lease_expires_at;
+
+-- name: JobCompleteAndClaim
+-- One worker's completions and its next claim in one transaction (migration 0004).
+SELECT completed, job FROM :SCHEMA.complete_and_claim($1, $2, $3, $4, $5, $6, $7, $8);

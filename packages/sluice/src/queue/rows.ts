@@ -23,6 +23,17 @@ export function toJob<T = unknown>(r: any): Job<T> {
   };
 }
 
+const TIMESTAMP_COLUMNS = ['run_at', 'lease_expires_at', 'created_at', 'started_at', 'finished_at'];
+
+/** A job row that came back as jsonb (timestamps as text) in the shape of a table row. */
+export function rowFromJson(obj: Record<string, unknown>): any {
+  const row: Record<string, unknown> = { ...obj };
+  for (const column of TIMESTAMP_COLUMNS) {
+    if (typeof row[column] === 'string') row[column] = new Date(row[column] as string);
+  }
+  return row;
+}
+
 export function toQueue(r: any): Queue {
   return {
     name: r.name,

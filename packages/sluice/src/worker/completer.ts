@@ -1,6 +1,9 @@
 /**
  * Batches fenced completions and failures. Results that arrive while a flush is in
  * flight wait for the next one, so a busy worker writes many results per round trip.
+ * Completions wait for the worker to decide (`flushSoon`): a worker about to claim takes
+ * them (`takeCompletions`) and writes them in the same transaction as its claim; failures
+ * are always written on their own.
  * Each result carries the lease token of its claim: a row whose token no longer
  * matches (swept, cancelled) is not touched, and the result is reported as lost.
  * A flush that fails (database unreachable) keeps its results and retries with backoff;
@@ -45,9 +48,32 @@ export class Completer {
     private readonly events: CompleterEvents,
   ) {}
 
+  /** Buffer a completion; it is written by the next claim or by `flushSoon()`. */
   complete(c: Completion): void {
     this.completions.push(c);
+  }
+
+  /** Hand the buffered completions to a claim that writes them itself. */
+  takeCompletions(): Completion[] {
+    return this.completions.splice(0, MAX_BATCH);
+  }
+
+  /** Give back completions a fused claim could not write; they are flushed on their own. */
+  putBack(batch: Completion[]): void {
+    this.completions.unshift(...batch);
     this.schedule();
+  }
+
+  /** Write whatever is buffered, soon. */
+  flushSoon(): void {
+    if (this.pending > 0) this.schedule();
+  }
+
+  /** Report the outcome of completions written elsewhere: `done` are the ids that matched. */
+  settle(batch: Completion[], done: Set<string>): void {
+    if (done.size) this.events.completed([...done]);
+    const lost = batch.filter((c) => !done.has(c.id)).map((c) => c.id);
+    if (lost.length) this.events.lost(lost);
   }
 
   fail(f: Failure): void {
@@ -104,10 +130,7 @@ export class Completer {
       this.config.now(),
       this.config.notify,
     ]);
-    const done = new Set(rows.map((r) => String(r.id)));
-    if (done.size) this.events.completed([...done]);
-    const lost = batch.filter((c) => !done.has(c.id)).map((c) => c.id);
-    if (lost.length) this.events.lost(lost);
+    this.settle(batch, new Set(rows.map((r) => String(r.id))));
   }
 
   private async writeFailures(batch: Failure[]): Promise<void> {

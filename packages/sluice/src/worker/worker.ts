@@ -21,10 +21,10 @@ import type { Db } from '../db/db.js';
 import type { Listener } from '../db/listener.js';
 import { LeaseLostError, ValidationError } from '../errors.js';
 import { reportDead } from '../queue/dead.js';
-import { toJob } from '../queue/rows.js';
+import { rowFromJson, toJob } from '../queue/rows.js';
 import { serializePayload, validateInt } from '../queue/validate.js';
 import type { Job, Logger } from '../types.js';
-import { Completer } from './completer.js';
+import { Completer, type Completion } from './completer.js';
 import type { Metrics } from '../metrics.js';
 
 export interface WorkOptions {
@@ -79,7 +79,7 @@ export class Worker {
   private readonly completer: Completer;
   private claiming: Promise<void> | null = null;
   private claimAgain = false;
-  private claimScheduled = false;
+  private tickScheduled = false;
   private idle = false;
   private claimFailures = 0;
   private claims = 0;
@@ -148,48 +148,73 @@ export class Worker {
   /** Something may be claimable: a notification, the poll timer, a freed slot. */
   private wake(): void {
     this.idle = false;
-    this.claimSoon();
+    this.pump();
   }
 
   /**
    * Slots freed in the same tick (a batch of jobs finishing together) are claimed with
-   * one statement instead of one claim per slot.
+   * one statement instead of one claim per slot, and that statement also writes their
+   * completions.
    */
-  private claimAfterTick(): void {
-    if (this.claimScheduled) return;
-    this.claimScheduled = true;
+  private afterTick(): void {
+    if (this.tickScheduled) return;
+    this.tickScheduled = true;
     setImmediate(() => {
-      this.claimScheduled = false;
-      this.claimSoon();
+      this.tickScheduled = false;
+      this.pump();
     });
   }
 
-  private claimSoon(): void {
-    if (this.state !== 'running' || this.idle || this.retryTimer) return;
+  /** Claim if there is room and reason to; otherwise write buffered results on their own. */
+  private pump(): void {
+    if (!this.claimSoon()) this.completer.flushSoon();
+  }
+
+  /** Starts a claim (carrying the buffered completions) and says whether it did. */
+  private claimSoon(): boolean {
+    if (this.state !== 'running' || this.idle || this.retryTimer) return false;
     if (this.claiming) {
       this.claimAgain = true;
-      return;
+      return false;
     }
     const free = this.concurrency - this.running.size;
-    if (free <= 0) return;
+    if (free <= 0) return false;
     this.claimAgain = false;
-    this.claiming = this.claim(free).finally(() => {
+    this.claiming = this.claim(free, this.completer.takeCompletions()).finally(() => {
       this.claiming = null;
       if (this.claimAgain) {
         this.claimAgain = false;
         this.idle = false;
       }
-      this.claimSoon();
+      this.pump();
     });
+    return true;
   }
 
-  private async claim(limit: number): Promise<void> {
+  private async claim(limit: number, completions: Completion[]): Promise<void> {
     let rows: any[];
     try {
-      rows = await this.deps.db.run('JobClaim', [this.queue, limit, this.workerId, this.deps.now()]);
+      if (completions.length > 0) {
+        const result = await this.deps.db.run('JobCompleteAndClaim', [
+          completions.map((c) => c.id),
+          completions.map((c) => c.token),
+          completions.map((c) => c.result),
+          this.deps.now(),
+          this.deps.notify,
+          this.queue,
+          limit,
+          this.workerId,
+        ]);
+        this.completer.settle(completions, new Set<string>((result[0]?.completed ?? []).map(String)));
+        rows = result.filter((r) => r.job).map((r) => rowFromJson(r.job));
+      } else {
+        rows = await this.deps.db.run('JobClaim', [this.queue, limit, this.workerId, this.deps.now()]);
+      }
       this.claimFailures = 0;
       this.claims++;
     } catch (err) {
+      // The completions are written on their own, with retries.
+      if (completions.length > 0) this.completer.putBack(completions);
       // Fail closed: nothing was claimed. Back off, then try again.
       this.claimFailures++;
       const delayMs = Math.min(this.pollIntervalMs * 5, 50 * 2 ** Math.min(this.claimFailures, 10));
@@ -261,7 +286,7 @@ export class Worker {
       if (entry.leaseTimer) clearTimeout(entry.leaseTimer);
       this.running.delete(job.id);
       this.slotFreed?.();
-      this.claimAfterTick();
+      this.afterTick();
     }
   }
 
@@ -315,6 +340,7 @@ export class Worker {
       entry.controller.abort(new Error('worker stopped before the job finished'));
     }
     await Promise.all(leftovers.map((e) => this.release(e.job.id, e.token)));
+    this.completer.flushSoon();
     await this.completer.drain();
     this.state = 'stopped';
   }
