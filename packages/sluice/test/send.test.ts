@@ -271,3 +271,14 @@ test('a pg pool passed in is used and not closed by close()', async () => {
   assert.equal(rows[0].n, 1);
   await pool.end();
 });
+
+test('maxPending is exact round after round: 60 concurrent sends, limit 15, ten fresh queues', async () => {
+  const sluice = await makeSluice({ maxPoolSize: 30 });
+  for (let round = 0; round < 10; round++) {
+    const q = uniqueQueue('shed');
+    await sluice.queues.put(q, { maxPending: 15 });
+    const results = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => sluice.send(q, { i })));
+    assert.equal(results.filter((r) => r.status === 'fulfilled').length, 15, `round ${round}`);
+    assert.equal(await jobCount(q), 15, `round ${round}`);
+  }
+});

@@ -19,6 +19,9 @@ END $$;
 
 -- Depth admission: refuse when ready depth + incoming would pass max_pending.
 -- Counts at most max_pending rows, so its cost is bounded by the threshold, not the backlog.
+-- "Ready" is judged at the clock time *after* the lock (or the injected time): jobs sent by
+-- the previous lock holders carry their own transaction's now(), which can be later than
+-- this transaction's now() if it waited for the lock, and must still count.
 CREATE FUNCTION :SCHEMA.admit_depth(q :SCHEMA.queue, p_incoming integer, p_now timestamptz)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
@@ -27,7 +30,7 @@ BEGIN
   PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.pending'), hashtext(q.name));
   SELECT count(*) INTO v_depth FROM (
     SELECT 1 FROM :SCHEMA.job
-    WHERE queue = q.name AND state = 'pending' AND run_at <= p_now
+    WHERE queue = q.name AND state = 'pending' AND run_at <= coalesce(p_now, clock_timestamp())
     LIMIT q.max_pending
   ) ready;
   IF v_depth + p_incoming > q.max_pending THEN
@@ -87,7 +90,7 @@ BEGIN
   END IF;
 
   IF q.max_pending IS NOT NULL THEN
-    PERFORM :SCHEMA.admit_depth(q, 1, v_now);
+    PERFORM :SCHEMA.admit_depth(q, 1, p_now);
   END IF;
   IF q.max_per_key IS NOT NULL AND p_key IS NOT NULL THEN
     PERFORM :SCHEMA.admit_key(q, p_key, 1);
@@ -137,7 +140,7 @@ BEGIN
   END IF;
 
   IF q.max_pending IS NOT NULL THEN
-    PERFORM :SCHEMA.admit_depth(q, jsonb_array_length(p_items), v_now);
+    PERFORM :SCHEMA.admit_depth(q, jsonb_array_length(p_items), p_now);
   END IF;
   IF q.max_per_key IS NOT NULL THEN
     FOR v_key IN
