@@ -4,12 +4,14 @@
  */
 import { Command, CommanderError } from 'commander';
 import { registerDead } from './commands/dead.js';
+import { registerDemo } from './commands/demo.js';
 import { registerMigrate } from './commands/migrate.js';
 import { registerProve } from './commands/prove.js';
 import { registerQueues } from './commands/queues.js';
 import { registerSabotage } from './commands/sabotage.js';
 import { registerSchedules } from './commands/schedules.js';
 import { registerSend } from './commands/send.js';
+import { registerServe } from './commands/serve.js';
 import { registerStats } from './commands/stats.js';
 import { registerWorker } from './commands/worker.js';
 import { EXIT_ERROR, processIo, type CliIo } from './io.js';
@@ -28,6 +30,8 @@ export function createProgram(io: CliIo, setExit: (code: number) => void): Comma
   registerDead(program, io);
   registerSchedules(program, io);
   registerWorker(program, io);
+  registerServe(program, io);
+  registerDemo(program, io);
   registerProve(program, io, setExit);
   registerSabotage(program, io, setExit);
   for (const command of allCommands(program)) command.exitOverride().configureOutput({ writeOut: io.out, writeErr: io.err });

@@ -1,0 +1,435 @@
+// The Sluice dashboard: plain DOM, no build step. Everything from the API is rendered as
+// text (textContent, never innerHTML), so payloads and error messages cannot inject markup.
+const TOKEN_KEY = 'sluice.adminToken';
+const POLL_MS = 2000;
+const $ = (id) => document.getElementById(id);
+
+// ---- small helpers ---------------------------------------------------------------------
+
+/** Builds an element: attributes by name, `on` handlers, children as nodes or text. */
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === 'on') for (const [event, fn] of Object.entries(value)) el.addEventListener(event, fn);
+    else if (name === 'class') el.className = value;
+    else el.setAttribute(name, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [name, value] of Object.entries(attrs)) el.setAttribute(name, String(value));
+  for (const child of children) el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  return el;
+}
+
+const fmtTime = (value) => (value ? new Date(value).toLocaleString() : '—');
+const fmtSeconds = (s) => (s < 1 ? `${Math.round(s * 1000)} ms` : s < 120 ? `${s.toFixed(1)} s` : `${Math.round(s / 60)} min`);
+const pretty = (value) => JSON.stringify(value, null, 2) ?? 'null';
+
+function setStatus(text, isError = false) {
+  const el = $('status');
+  el.textContent = text;
+  el.classList.toggle('error', isError);
+}
+
+// ---- API -------------------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super(body?.message ?? `HTTP ${status}`);
+    this.status = status;
+    this.code = body?.error;
+  }
+}
+
+async function apiCall(method, path, body) {
+  const headers = { authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY) ?? ''}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const data = await response.json().catch(() => null);
+  if (response.status === 401 || response.status === 403) {
+    signOut(response.status === 403 ? 'That is not the admin token.' : 'Please sign in.');
+    throw new ApiError(response.status, data);
+  }
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data;
+}
+
+/** Runs an action from a button, reporting its outcome in the status line. */
+async function act(label, fn) {
+  try {
+    const message = await fn();
+    setStatus(message ?? `${label}: done`);
+    await refresh();
+  } catch (err) {
+    setStatus(`${label} failed: ${err.message}`, true);
+  }
+}
+
+// ---- sign in ---------------------------------------------------------------------------
+
+function signOut(reason = '') {
+  sessionStorage.removeItem(TOKEN_KEY);
+  stopPolling();
+  $('view').replaceChildren();
+  $('login').hidden = false;
+  $('sign-out').hidden = true;
+  $('job-lookup').hidden = true;
+  $('login-error').textContent = reason;
+  setStatus('');
+}
+
+$('login-form').addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const token = $('admin-token').value.trim();
+  sessionStorage.setItem(TOKEN_KEY, token);
+  try {
+    await apiCall('GET', '/api/queues');
+    $('admin-token').value = '';
+    showApp();
+  } catch {
+    // apiCall has signed out with the reason.
+  }
+});
+$('sign-out').addEventListener('click', () => signOut('Signed out.'));
+$('job-lookup').addEventListener('submit', (event) => {
+  event.preventDefault();
+  location.hash = `#/jobs/${$('job-lookup-id').value.trim()}`;
+});
+
+function showApp() {
+  $('login').hidden = true;
+  $('sign-out').hidden = false;
+  $('job-lookup').hidden = false;
+  route();
+}
+
+// ---- routing and polling ---------------------------------------------------------------
+
+let current = null; // { refresh: () => Promise<void> }
+let timer = null;
+
+function stopPolling() {
+  clearTimeout(timer);
+  timer = null;
+}
+
+async function refresh() {
+  if (!current) return;
+  try {
+    await current.refresh();
+    if ($('status').dataset.fromPoll) {
+      delete $('status').dataset.fromPoll;
+      setStatus('');
+    }
+  } catch (err) {
+    if (err.status !== 401 && err.status !== 403) {
+      setStatus(`Could not refresh: ${err.message}`, true);
+      $('status').dataset.fromPoll = '1';
+    }
+  }
+}
+
+function schedulePoll() {
+  stopPolling();
+  timer = setTimeout(async () => {
+    await refresh();
+    if (current?.live) schedulePoll();
+  }, POLL_MS);
+}
+
+function route() {
+  if (!sessionStorage.getItem(TOKEN_KEY)) return signOut();
+  const hash = location.hash || '#/';
+  let match;
+  if ((match = /^#\/jobs\/(\d+)$/.exec(hash))) current = jobView(match[1]);
+  else if ((match = /^#\/queues\/([^/]+)$/.exec(hash))) current = policyView(decodeURIComponent(match[1]));
+  else if (hash === '#/dead' || hash.startsWith('#/dead?')) current = deadLettersView();
+  else current = overviewView();
+  $('view').replaceChildren(current.root);
+  document.title = `${current.title} · Sluice`;
+  refresh().then(() => current?.live && schedulePoll());
+}
+window.addEventListener('hashchange', route);
+
+// ---- queues overview -------------------------------------------------------------------
+
+function bar(label, value, cap, kind) {
+  const scale = cap ?? Math.max(value, 1);
+  const fill = h('div', { class: `fill ${kind}${cap !== null && value > cap ? ' over' : ''}` });
+  fill.style.width = `${Math.min(100, (value / scale) * 100)}%`;
+  const text = cap === null ? `${value} (no cap)` : `${value} / ${cap}`;
+  return h('div', { class: 'bar', 'data-kind': kind },
+    h('span', {}, label),
+    h('div', { class: 'track', role: 'meter', 'aria-label': `${label}: ${text}`, 'aria-valuenow': value, 'aria-valuemin': 0, 'aria-valuemax': scale }, fill),
+    h('span', { class: 'value' }, text));
+}
+
+function chart(queue, buckets) {
+  const width = 300;
+  const height = 70;
+  const plot = height - 14;
+  const max = Math.max(1, ...buckets.map((b) => b.completed + b.dead));
+  const step = width / Math.max(buckets.length, 1);
+  const completed = buckets.reduce((n, b) => n + b.completed, 0);
+  const dead = buckets.reduce((n, b) => n + b.dead, 0);
+  const summary = `${queue}: ${completed} completed and ${dead} dead in the last 15 minutes`;
+  const root = svg('svg', { class: 'chart', viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': summary, preserveAspectRatio: 'none' });
+  root.append(svg('title', {}, summary));
+  buckets.forEach((b, i) => {
+    const hc = (b.completed / max) * plot;
+    const hd = (b.dead / max) * plot;
+    const x = i * step + 1;
+    if (hc) root.append(svg('rect', { class: 'completed', x, y: plot - hc, width: step - 2, height: hc }, svg('title', {}, `${fmtTime(b.at)}: ${b.completed} completed`)));
+    if (hd) root.append(svg('rect', { class: 'dead', x, y: plot - hc - hd, width: step - 2, height: hd }, svg('title', {}, `${fmtTime(b.at)}: ${b.dead} dead`)));
+  });
+  root.append(svg('text', { class: 'axis', x: 0, y: height - 2 }, '15 min ago'));
+  root.append(svg('text', { class: 'axis', x: width, y: height - 2, 'text-anchor': 'end' }, `now · peak ${max}/30 s`));
+  return root;
+}
+
+function queueCard(q, buckets) {
+  const s = q.stats;
+  const number = (label, value, name) => h('div', { 'data-field': name }, h('dt', {}, label), h('dd', {}, value));
+  return h('article', { class: 'queue', 'data-queue': q.name, 'aria-labelledby': `queue-${q.name}` },
+    h('header', {},
+      h('h3', { id: `queue-${q.name}` }, h('a', { href: `#/queues/${encodeURIComponent(q.name)}` }, q.name)),
+      q.paused ? h('span', { class: 'badge' }, 'paused') : null),
+    bar('Ready', s.ready, q.maxPending, 'ready'),
+    bar('Scheduled', s.scheduled, null, 'scheduled'),
+    bar('Active', s.active, q.concurrency, 'active'),
+    h('dl', { class: 'numbers' },
+      number('Lag', fmtSeconds(s.oldestReadyAgeSeconds), 'lag'),
+      number('Shed (503)', q.refusals.shed, 'shed'),
+      number('Key-limited (429)', q.refusals.keyLimited, 'keyLimited'),
+      number('Dead', s.dead, 'dead')),
+    chart(q.name, buckets),
+    h('p', { class: 'legend' }, 'Finished per 30 s:', h('span', { class: 'swatch completed' }), 'completed', h('span', { class: 'swatch dead' }), 'dead'),
+    h('div', { class: 'actions' },
+      q.paused
+        ? h('button', { type: 'button', on: { click: () => act(`Resume ${q.name}`, () => apiCall('POST', `/api/queues/${encodeURIComponent(q.name)}/resume`).then(() => `${q.name} resumed`)) } }, `Resume ${q.name}`)
+        : h('button', { type: 'button', on: { click: () => act(`Pause ${q.name}`, () => apiCall('POST', `/api/queues/${encodeURIComponent(q.name)}/pause`).then(() => `${q.name} paused`)) } }, `Pause ${q.name}`),
+      h('a', { href: `#/queues/${encodeURIComponent(q.name)}` }, 'Edit policy'),
+      h('a', { href: `#/dead?queue=${encodeURIComponent(q.name)}` }, 'Dead letters')));
+}
+
+function overviewView() {
+  const list = h('div', { class: 'queues', id: 'queue-list' });
+  const create = h('form', { class: 'inline', id: 'create-queue' },
+    h('label', { for: 'new-queue' }, 'New queue'),
+    h('input', { id: 'new-queue', name: 'name', required: true, pattern: '[A-Za-z0-9][A-Za-z0-9_.:\\-]{0,127}' }),
+    h('button', { type: 'submit' }, 'Create'));
+  create.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const name = create.elements.name.value.trim();
+    act(`Create ${name}`, async () => {
+      await apiCall('PUT', `/api/queues/${encodeURIComponent(name)}`, {});
+      location.hash = `#/queues/${encodeURIComponent(name)}`;
+      return `queue ${name} created: set its policy`;
+    });
+  });
+  const root = h('section', { 'aria-labelledby': 'queues-title' }, h('h2', { id: 'queues-title' }, 'Queues'), list, create);
+  return {
+    title: 'Queues',
+    root,
+    live: true,
+    async refresh() {
+      const { queues } = await apiCall('GET', '/api/queues');
+      const charts = await Promise.all(
+        queues.map((q) => apiCall('GET', `/api/queues/${encodeURIComponent(q.name)}/throughput`).then((r) => r.buckets)),
+      );
+      list.replaceChildren(...(queues.length ? queues.map((q, i) => queueCard(q, charts[i])) : [h('p', {}, 'No queues yet: create one below, or with PUT /api/queues/:queue.')]));
+    },
+  };
+}
+
+// ---- dead letters ----------------------------------------------------------------------
+
+function deadLettersView() {
+  const params = new URLSearchParams(location.hash.split('?')[1] ?? '');
+  const queueSelect = h('select', { id: 'dead-queue', name: 'queue' }, h('option', { value: '' }, 'all queues'));
+  const errorInput = h('input', { id: 'dead-error', name: 'errorContains', type: 'search', value: params.get('errorContains') ?? '' });
+  const rows = h('tbody');
+  const summary = h('p', { id: 'dead-summary' });
+  const filter = () => {
+    const f = {};
+    if (queueSelect.value) f.queue = queueSelect.value;
+    if (errorInput.value.trim()) f.errorContains = errorInput.value.trim();
+    return f;
+  };
+  const form = h('form', { class: 'inline', id: 'dead-filter' },
+    h('label', { for: 'dead-queue' }, 'Queue'), queueSelect,
+    h('label', { for: 'dead-error' }, 'Error contains'), errorInput,
+    h('button', { type: 'submit' }, 'Filter'),
+    h('button', { type: 'button', id: 'replay-all', on: { click: () => act('Replay all matching', async () => {
+      const r = await apiCall('POST', '/api/dead-letters/replay', filter());
+      return `replayed ${r.replayed} dead job(s)${r.skipped ? `, ${r.skipped} skipped (singleton key in use)` : ''}`;
+    }) } }, 'Replay all matching'),
+    h('button', { type: 'button', class: 'danger', on: { click: () => {
+      if (!confirm('Delete every matching dead job for good?')) return;
+      act('Purge matching', async () => `purged ${(await apiCall('POST', '/api/dead-letters/purge', filter())).purged} dead job(s)`);
+    } } }, 'Purge all matching'));
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    refresh();
+  });
+  const table = h('table', { 'aria-labelledby': 'dead-title' },
+    h('thead', {}, h('tr', {}, ...['Job', 'Queue', 'Last error', 'Attempts', 'Died', 'Actions'].map((t) => h('th', { scope: 'col' }, t)))),
+    rows);
+  const root = h('section', { 'aria-labelledby': 'dead-title' }, h('h2', { id: 'dead-title' }, 'Dead letters'), form, summary, table);
+  let queuesLoaded = false;
+  return {
+    title: 'Dead letters',
+    root,
+    live: true,
+    async refresh() {
+      if (!queuesLoaded) {
+        const { queues } = await apiCall('GET', '/api/queues');
+        queueSelect.append(...queues.map((q) => h('option', { value: q.name }, q.name)));
+        queueSelect.value = params.get('queue') ?? '';
+        queuesLoaded = true;
+      }
+      const query = new URLSearchParams({ ...filter(), limit: '100' });
+      const page = await apiCall('GET', `/api/dead-letters?${query}`);
+      summary.textContent = `${page.total} dead job(s) match${page.total > page.jobs.length ? `; showing the newest ${page.jobs.length}` : ''}.`;
+      rows.replaceChildren(...page.jobs.map((job) => {
+        const last = job.errors[job.errors.length - 1];
+        return h('tr', { 'data-job': job.id },
+          h('td', {}, h('a', { href: `#/jobs/${job.id}` }, `#${job.id}`)),
+          h('td', {}, job.queue),
+          h('td', { class: 'message' }, last ? `${last.name ? `${last.name}: ` : ''}${last.message}` : '—'),
+          h('td', {}, `${job.attempts}/${job.maxAttempts}`),
+          h('td', {}, fmtTime(job.finishedAt)),
+          h('td', {}, h('button', { type: 'button', on: { click: () => act(`Replay job ${job.id}`, () => apiCall('POST', `/api/jobs/${job.id}/replay`).then(() => `job ${job.id} replayed`)) } }, `Replay #${job.id}`)));
+      }));
+    },
+  };
+}
+
+// ---- one job ---------------------------------------------------------------------------
+
+function jobView(id) {
+  const body = h('div');
+  const root = h('section', { 'aria-labelledby': 'job-title' }, h('h2', { id: 'job-title' }, `Job #${id}`), body);
+  return {
+    title: `Job ${id}`,
+    root,
+    live: true,
+    async refresh() {
+      let job;
+      try {
+        job = await apiCall('GET', `/api/jobs/${id}`);
+      } catch (err) {
+        if (err.status === 404) return body.replaceChildren(h('p', {}, `Job ${id} does not exist (or retention removed it).`));
+        throw err;
+      }
+      const field = (label, value) => [h('dt', {}, label), h('dd', {}, value)];
+      const actions = h('div', { class: 'actions' });
+      if (job.state === 'pending' || job.state === 'active') {
+        actions.append(h('button', { type: 'button', class: 'danger', on: { click: () => act(`Cancel job ${id}`, () => apiCall('POST', `/api/jobs/${id}/cancel`).then(() => `job ${id} cancelled`)) } }, 'Cancel job'));
+      }
+      if (job.state === 'dead' || job.state === 'cancelled') {
+        actions.append(h('button', { type: 'button', on: { click: () => act(`Replay job ${id}`, () => apiCall('POST', `/api/jobs/${id}/replay`).then(() => `job ${id} replayed`)) } }, 'Replay job'));
+      }
+      body.replaceChildren(h('div', {},
+        h('dl', { class: 'fields' },
+          field('State', h('strong', { id: 'job-state' }, job.state)),
+          field('Queue', h('a', { href: `#/queues/${encodeURIComponent(job.queue)}` }, job.queue)),
+          field('Key', job.key ?? '—'),
+          field('Singleton key', job.singletonKey ?? '—'),
+          field('Priority', job.priority),
+          field('Attempts', `${job.attempts} of ${job.maxAttempts}`),
+          field('Created', fmtTime(job.createdAt)),
+          field('Runs at', fmtTime(job.runAt)),
+          field('Started', fmtTime(job.startedAt)),
+          field('Finished', fmtTime(job.finishedAt)),
+          field('Lease expires', fmtTime(job.leaseExpiresAt)),
+          field('Worker', job.workerId ?? '—')),
+        actions,
+        h('h3', {}, 'Payload'), h('pre', { id: 'job-payload' }, pretty(job.data)),
+        job.result !== null && job.result !== undefined ? [h('h3', {}, 'Result'), h('pre', {}, pretty(job.result))] : null,
+        h('h3', {}, `Failed attempts (${job.errors.length})`),
+        job.errors.length === 0 ? h('p', {}, 'None.') : null,
+        job.errors.map((e) => h('div', { class: 'attempt' },
+          h('p', {}, h('strong', {}, `Attempt ${e.attempt}`), ` · ${e.name ? `${e.name}: ` : ''}`, h('span', { class: 'error' }, e.message)),
+          h('p', { class: 'legend' }, `started ${fmtTime(e.startedAt)} · failed ${fmtTime(e.finishedAt)} · worker ${e.workerId ?? '—'}`),
+          e.stack ? h('pre', {}, e.stack) : null))));
+    },
+  };
+}
+
+// ---- a queue's policy ------------------------------------------------------------------
+
+const POLICY_FIELDS = [
+  ['concurrency', 'Global concurrency cap', 'running jobs across all workers; empty = no cap'],
+  ['perKeyConcurrency', 'Per-key concurrency cap', 'running jobs of one key; empty = no cap'],
+  ['maxPerKey', 'Max jobs per key', 'pending + active of one key; beyond it sends get 429'],
+  ['maxPending', 'Shed threshold (max ready)', 'ready jobs; beyond it sends get 503'],
+  ['maxAttempts', 'Max attempts', 'before a job is dead'],
+  ['leaseSeconds', 'Lease (seconds)', 'a claim holds a job this long without heartbeats'],
+  ['retryAfterSeconds', 'Retry-After (seconds)', 'what 503 and 429 answers tell callers'],
+  ['backoff.baseMs', 'Backoff base (ms)', 'first retry delay; doubles each attempt'],
+  ['backoff.maxMs', 'Backoff max (ms)', 'longest retry delay'],
+  ['backoff.jitter', 'Backoff jitter (0–1)', '0 = exact delays'],
+];
+const NULLABLE = new Set(['concurrency', 'perKeyConcurrency', 'maxPerKey', 'maxPending']);
+
+function policyView(name) {
+  const form = h('form', { class: 'policy', id: 'policy-form' });
+  const root = h('section', { 'aria-labelledby': 'policy-title' }, h('h2', { id: 'policy-title' }, `Queue ${name}: policy`), form);
+  let loaded = null;
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    act(`Save ${name}`, async () => {
+      // PUT replaces the whole policy: start from the stored one, change the edited fields.
+      const q = loaded;
+      const policy = {
+        concurrency: q.concurrency, perKeyConcurrency: q.perKeyConcurrency, maxPerKey: q.maxPerKey, maxPending: q.maxPending,
+        maxAttempts: q.maxAttempts, backoff: { ...q.backoff }, leaseSeconds: q.leaseSeconds, retryAfterSeconds: q.retryAfterSeconds,
+        paused: q.paused, retention: q.retention, archive: q.archive, deadLetterQueue: q.deadLetterQueue,
+      };
+      for (const [path] of POLICY_FIELDS) {
+        const raw = form.elements[path].value.trim();
+        const value = raw === '' ? null : Number(raw);
+        if (raw !== '' && !Number.isFinite(value)) throw new Error(`${path} must be a number`);
+        const [a, b] = path.split('.');
+        if (b) { if (value !== null) policy[a][b] = value; }
+        else if (value !== null || NULLABLE.has(a)) policy[a] = value;
+      }
+      loaded = await apiCall('PUT', `/api/queues/${encodeURIComponent(name)}`, policy);
+      return `policy of ${name} saved`;
+    });
+  });
+  return {
+    title: `Queue ${name}`,
+    root,
+    live: false,
+    async refresh() {
+      if (loaded && form.childElementCount) return;
+      loaded = await apiCall('GET', `/api/queues/${encodeURIComponent(name)}`);
+      form.replaceChildren(
+        ...POLICY_FIELDS.map(([path, label, hint]) => {
+          const [a, b] = path.split('.');
+          const value = b ? loaded[a][b] : loaded[a];
+          const id = `policy-${path.replace('.', '-')}`;
+          return h('div', {},
+            h('label', { for: id }, label),
+            h('input', { id, name: path, inputmode: 'decimal', value: value ?? '', 'aria-describedby': `${id}-hint` }),
+            h('span', { class: 'hint', id: `${id}-hint` }, hint));
+        }),
+        h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Save policy'), h('a', { href: '#/' }, 'Back to queues')));
+    },
+  };
+}
+
+// ---- start -----------------------------------------------------------------------------
+
+if (sessionStorage.getItem(TOKEN_KEY)) showApp();
+else signOut();

@@ -1,0 +1,85 @@
+/**
+ * Builds the Fastify app (without listening): the HTTP API, the pull-worker API, the
+ * dashboard, health, metrics and /openapi.json generated from the route schemas.
+ */
+import swagger from '@fastify/swagger';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Sluice } from 'sluice';
+import { requireToken } from './auth.js';
+import { errorResponse } from './schemas.js';
+import type { RouteContext } from './context.js';
+import { installErrorHandlers } from './http-errors.js';
+import { adminRoutes } from './routes/admin.js';
+import { dashboardRoutes } from './routes/dashboard.js';
+import { jobRoutes } from './routes/jobs.js';
+import { queueRoutes } from './routes/queues.js';
+import { systemRoutes } from './routes/system.js';
+import { workerRoutes } from './routes/workers.js';
+import { TokenChecker, type Tokens } from './tokens.js';
+
+export interface AppOptions {
+  sluice: Sluice;
+  tokens: Tokens;
+  /** Largest request body (default 1 MiB). */
+  maxBodyBytes?: number;
+  /** Fastify's logger option; default: no request logging. */
+  logger?: FastifyServerOptions['logger'];
+}
+
+const SECURITY_HEADERS: Record<string, string> = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-opener-policy': 'same-origin',
+};
+
+export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, logger = false }: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger,
+    bodyLimit: maxBodyBytes,
+    // Unknown fields are errors, not silently dropped.
+    ajv: { customOptions: { removeAdditional: false } },
+    return503OnClosing: true,
+    // Requests are counted by the metrics; logging each one would drown the errors.
+    logController: new LogController({ disableRequestLogging: true }),
+  });
+  installErrorHandlers(app);
+  // The API speaks JSON only: any other body is a 415.
+  app.removeContentTypeParser('text/plain');
+  app.addHook('onSend', async (_request, reply, payload) => {
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) reply.header(name, value);
+    return payload;
+  });
+
+  // Every API route documents the one error shape; replies are serialized through it too.
+  app.addHook('onRoute', (route) => {
+    if (!route.url.startsWith('/api/') && route.url !== '/metrics') return;
+    const schema = (route.schema ??= {}) as { response?: Record<string, unknown> };
+    schema.response = { ...schema.response, '4xx': errorResponse, '5xx': errorResponse };
+  });
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Sluice',
+        version: '0.1.0',
+        description: 'A PostgreSQL job queue with exact admission control. Every error body is { error: <stable code>, message }.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+
+  const checker = new TokenChecker(tokens);
+  const context: RouteContext = { sluice, apiAuth: requireToken(checker, 'api'), adminAuth: requireToken(checker, 'admin') };
+  jobRoutes(app, context);
+  workerRoutes(app, context);
+  queueRoutes(app, context);
+  adminRoutes(app, context);
+  systemRoutes(app, context);
+  dashboardRoutes(app);
+  return app;
+}

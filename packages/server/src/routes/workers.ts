@@ -1,0 +1,69 @@
+/**
+ * The pull-worker API, for workers in any language: claim jobs with lease tokens, then
+ * heartbeat, complete or fail each one with its token. A stale token answers 409
+ * (`lease_lost`): the job was swept, cancelled or already finished, and the result is fenced out.
+ */
+import type { FastifyInstance } from 'fastify';
+import { QueueNotFoundError } from 'sluice';
+import type { RouteContext } from '../context.js';
+import { claimBody, completeBody, failBody, heartbeatBody, jobParams, queueParams } from '../schemas.js';
+
+export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteContext): void {
+  app.post<{ Params: { queue: string }; Body: { max?: number; leaseSeconds?: number; workerId?: string } }>(
+    '/api/queues/:queue/claim',
+    {
+      preHandler: apiAuth,
+      schema: {
+        tags: ['workers'],
+        summary: 'Claim up to `max` jobs; each comes with the `leaseToken` its results must present',
+        params: queueParams,
+        body: claimBody,
+      },
+    },
+    async (request) => {
+      const { max = 1, leaseSeconds, workerId = `http:${request.ip}` } = request.body ?? {};
+      const jobs = await sluice.claim(request.params.queue, { max, workerId });
+      // An empty claim on a misspelt queue would look like an idle queue forever.
+      if (jobs.length === 0 && !(await sluice.queues.get(request.params.queue))) throw new QueueNotFoundError(request.params.queue);
+      if (leaseSeconds !== undefined) {
+        // The claim takes the queue's lease; a requested lease replaces it at once.
+        await Promise.all(
+          jobs.map(async (job) => {
+            job.leaseExpiresAt = await sluice.heartbeat(job.id, job.leaseToken, leaseSeconds);
+          }),
+        );
+      }
+      return { jobs };
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: { leaseToken: string; leaseSeconds?: number } }>(
+    '/api/jobs/:id/heartbeat',
+    { preHandler: apiAuth, schema: { tags: ['workers'], summary: "Extend a claimed job's lease", params: jobParams, body: heartbeatBody } },
+    async (request) => {
+      const leaseExpiresAt = await sluice.heartbeat(request.params.id, request.body.leaseToken, request.body.leaseSeconds);
+      return { id: request.params.id, leaseExpiresAt };
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: { leaseToken: string; result?: unknown } }>(
+    '/api/jobs/:id/complete',
+    { preHandler: apiAuth, schema: { tags: ['workers'], summary: 'Complete a claimed job with an optional result', params: jobParams, body: completeBody } },
+    async (request) => {
+      await sluice.complete(request.params.id, request.body.leaseToken, request.body.result ?? null);
+      return { id: request.params.id, state: 'completed' };
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: { leaseToken: string; error: { message: string; name?: string; stack?: string } } }>(
+    '/api/jobs/:id/fail',
+    {
+      preHandler: apiAuth,
+      schema: { tags: ['workers'], summary: 'Fail a claimed job: retried with backoff, or dead when its attempts are spent', params: jobParams, body: failBody },
+    },
+    async (request) => {
+      const job = await sluice.fail(request.params.id, request.body.leaseToken, request.body.error);
+      return { id: job.id, state: job.state, attempts: job.attempts, maxAttempts: job.maxAttempts, runAt: job.runAt };
+    },
+  );
+}

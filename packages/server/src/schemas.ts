@@ -1,0 +1,141 @@
+/** JSON schemas shared by the routes: they validate requests and feed /openapi.json. */
+
+export const queueName = { type: 'string', minLength: 1, maxLength: 128, description: 'queue name (the library checks its characters)' } as const;
+export const jobId = { type: 'string', pattern: '^[0-9]{1,19}$', description: 'job id' } as const;
+const optionalInt = (minimum: number, maximum?: number) =>
+  ({ type: 'integer', minimum, ...(maximum === undefined ? {} : { maximum }) }) as const;
+const nullableInt = (minimum: number) => ({ type: ['integer', 'null'], minimum }) as const;
+
+export const queueParams = { type: 'object', required: ['queue'], properties: { queue: queueName } } as const;
+export const jobParams = { type: 'object', required: ['id'], properties: { id: jobId } } as const;
+
+const sendOptions = {
+  key: { type: 'string', minLength: 1, maxLength: 512, description: 'the key per-key limits count by (a user, a tenant)' },
+  singletonKey: { type: 'string', minLength: 1, maxLength: 512, description: 'at most one unfinished job with this key' },
+  runAt: { type: 'string', format: 'date-time', description: 'do not start before this time' },
+  delayMs: optionalInt(0),
+  priority: { type: 'integer', description: 'higher runs first' },
+  maxAttempts: optionalInt(1, 1000),
+} as const;
+
+export const sendBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { data: { description: 'the payload: any JSON value (default null)' }, ...sendOptions },
+} as const;
+
+export const sendManyBody = {
+  type: 'object',
+  required: ['jobs'],
+  additionalProperties: false,
+  properties: {
+    jobs: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 1000,
+      items: { type: 'object', additionalProperties: false, properties: { data: {}, ...sendOptions } },
+    },
+  },
+} as const;
+
+export const policyBody = {
+  type: 'object',
+  additionalProperties: false,
+  description: 'the whole policy: an absent limit means no limit, an absent setting its default',
+  properties: {
+    concurrency: nullableInt(1),
+    perKeyConcurrency: nullableInt(1),
+    maxPerKey: nullableInt(1),
+    maxPending: nullableInt(0),
+    maxAttempts: optionalInt(1),
+    backoff: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { baseMs: optionalInt(0), maxMs: optionalInt(0), jitter: { type: 'number', minimum: 0, maximum: 1 } },
+    },
+    leaseSeconds: optionalInt(1),
+    retryAfterSeconds: optionalInt(0),
+    paused: { type: 'boolean' },
+    retention: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { completedSeconds: optionalInt(0), cancelledSeconds: optionalInt(0), deadSeconds: optionalInt(0) },
+    },
+    archive: { type: 'boolean' },
+    deadLetterQueue: { anyOf: [queueName, { type: 'null' }] },
+  },
+} as const;
+
+export const claimBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    max: { ...optionalInt(1, 1000), description: 'most jobs to claim (default 1)' },
+    leaseSeconds: { ...optionalInt(1, 7 * 86_400), description: "the lease to hold (default: the queue's leaseSeconds)" },
+    workerId: { type: 'string', minLength: 1, maxLength: 200, description: 'shown in job history' },
+  },
+} as const;
+
+const leaseToken = { type: 'string', minLength: 1, maxLength: 200 } as const;
+
+export const heartbeatBody = {
+  type: 'object',
+  required: ['leaseToken'],
+  additionalProperties: false,
+  properties: { leaseToken, leaseSeconds: optionalInt(1, 7 * 86_400) },
+} as const;
+
+export const completeBody = {
+  type: 'object',
+  required: ['leaseToken'],
+  additionalProperties: false,
+  properties: { leaseToken, result: { description: 'any JSON value' } },
+} as const;
+
+export const failBody = {
+  type: 'object',
+  required: ['leaseToken', 'error'],
+  additionalProperties: false,
+  properties: {
+    leaseToken,
+    error: {
+      type: 'object',
+      required: ['message'],
+      additionalProperties: false,
+      properties: {
+        message: { type: 'string', maxLength: 10_000 },
+        name: { type: 'string', maxLength: 200 },
+        stack: { type: 'string', maxLength: 100_000 },
+      },
+    },
+  },
+} as const;
+
+export const deadLetterFilter = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    queue: queueName,
+    errorContains: { type: 'string', minLength: 1, maxLength: 1000 },
+    since: { type: 'string', format: 'date-time' },
+    until: { type: 'string', format: 'date-time' },
+  },
+} as const;
+
+export const deadLetterQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { ...deadLetterFilter.properties, limit: optionalInt(1, 1000), before: jobId },
+} as const;
+
+export const throughputQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { windowSeconds: optionalInt(1, 7 * 86_400), bucketSeconds: optionalInt(1, 86_400) },
+} as const;
+
+export const errorResponse = {
+  type: 'object',
+  required: ['error', 'message'],
+  properties: { error: { type: 'string' }, message: { type: 'string' } },
+} as const;

@@ -1,0 +1,67 @@
+// A real server on a loopback port over its own test database, and a small fetch client.
+import { after } from 'node:test';
+import { createTestDatabase, type TestDatabase } from '@sluice/testkit';
+import { Sluice } from 'sluice';
+import { buildApp } from '../src/app.js';
+import type { FastifyInstance } from 'fastify';
+
+export const silent = { error() {}, warn() {}, info() {}, debug() {} };
+export const TOKENS = { apiToken: 'test-api-token-0123456789', adminToken: 'test-admin-token-0123456789' };
+
+export interface TestServer {
+  url: string;
+  db: TestDatabase;
+  sluice: Sluice;
+  app: FastifyInstance;
+}
+
+/** Starts the app on 127.0.0.1 (free port) and registers its teardown with `after`. */
+export async function startTestServer({ maxBodyBytes }: { maxBodyBytes?: number } = {}): Promise<TestServer> {
+  const db = await createTestDatabase();
+  const sluice = new Sluice({ connectionString: db.url, logger: silent, ...(maxBodyBytes ? { maxPayloadBytes: maxBodyBytes } : {}) });
+  const app = await buildApp({ sluice, tokens: TOKENS, ...(maxBodyBytes ? { maxBodyBytes } : {}) });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as { port: number };
+  after(async () => {
+    await app.close();
+    await sluice.close({ timeoutMs: 0 });
+    await db.drop();
+  });
+  return { url: `http://127.0.0.1:${port}`, db, sluice, app };
+}
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+/** Calls the server; `body` is sent as JSON unless `raw` is given. */
+export async function call(
+  url: string,
+  method: string,
+  path: string,
+  { token, body, raw, contentType }: { token?: string | null; body?: unknown; raw?: string; contentType?: string } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  if (token) headers.authorization = `Bearer ${token}`;
+  let payload: string | undefined;
+  if (raw !== undefined) payload = raw;
+  else if (body !== undefined) payload = JSON.stringify(body);
+  if (payload !== undefined) headers['content-type'] = contentType ?? 'application/json';
+  const response = await fetch(`${url}${path}`, { method, headers, body: payload });
+  const text = await response.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: response.status, headers: response.headers, body: parsed, text };
+}
+
+export const api = (server: { url: string }) => ({
+  producer: (method: string, path: string, body?: unknown) => call(server.url, method, path, { token: TOKENS.apiToken, body }),
+  admin: (method: string, path: string, body?: unknown) => call(server.url, method, path, { token: TOKENS.adminToken, body }),
+});

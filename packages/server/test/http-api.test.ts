@@ -1,0 +1,167 @@
+// The producer and admin HTTP API against a real server on a loopback port.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { api, call, startTestServer, TOKENS, type Answer } from './helpers.js';
+
+const server = await startTestServer({ maxBodyBytes: 4096 });
+const { producer, admin } = api(server);
+
+function assertError(answer: Answer, status: number, code: string): void {
+  assert.equal(answer.status, status, answer.text);
+  assert.equal(answer.body.error, code, answer.text);
+  assert.equal(typeof answer.body.message, 'string');
+  assert.ok(answer.body.message.length > 0);
+}
+
+test('send: 202 with the id once committed, 200 for a singleton hit, and the job is readable', async () => {
+  await server.sluice.queues.put('send', {});
+  const sent = await producer('POST', '/api/queues/send/jobs', { data: { to: 'a@example.com' }, key: 'user-1', singletonKey: 'welcome-1', priority: 3 });
+  assert.equal(sent.status, 202, sent.text);
+  assert.deepEqual(Object.keys(sent.body), ['id']);
+  const job = await server.sluice.get(sent.body.id);
+  assert.deepEqual(job?.data, { to: 'a@example.com' });
+  assert.equal(job?.key, 'user-1');
+  assert.equal(job?.priority, 3);
+
+  const again = await producer('POST', '/api/queues/send/jobs', { data: { to: 'a@example.com' }, singletonKey: 'welcome-1' });
+  assert.equal(again.status, 200);
+  assert.deepEqual(again.body, { id: sent.body.id, deduplicated: true });
+
+  const read = await producer('GET', `/api/jobs/${sent.body.id}`);
+  assert.equal(read.status, 200);
+  assert.equal(read.body.state, 'pending');
+  assert.deepEqual(read.body.data, { to: 'a@example.com' });
+
+  const scheduled = await producer('POST', '/api/queues/send/jobs', { data: 1, runAt: new Date(Date.now() + 3_600_000).toISOString() });
+  assert.equal(scheduled.status, 202);
+  assert.equal((await server.sluice.stats('send')).scheduled, 1);
+});
+
+test('send: 503 with Retry-After when the queue sheds, 429 with Retry-After when the key is at its limit', async () => {
+  await server.sluice.queues.put('capped', { maxPending: 2, maxPerKey: 1, retryAfterSeconds: 7 });
+  assert.equal((await producer('POST', '/api/queues/capped/jobs', { key: 'alice' })).status, 202);
+  const limited = await producer('POST', '/api/queues/capped/jobs', { key: 'alice' });
+  assertError(limited, 429, 'key_limit');
+  assert.equal(limited.headers.get('retry-after'), '7');
+  assert.equal((await producer('POST', '/api/queues/capped/jobs', { key: 'bob' })).status, 202);
+  const shed = await producer('POST', '/api/queues/capped/jobs', { key: 'carol' });
+  assertError(shed, 503, 'queue_full');
+  assert.equal(shed.headers.get('retry-after'), '7');
+  assert.equal((await server.sluice.stats('capped')).ready, 2, 'refused sends wrote nothing');
+
+  const listed = await admin('GET', '/api/queues');
+  const capped = listed.body.queues.find((q: { name: string }) => q.name === 'capped');
+  assert.deepEqual(capped.refusals, { shed: 1, keyLimited: 1 });
+  assert.equal(capped.stats.ready, 2);
+});
+
+test('every error is { error, message }: bad input 400, unknown queue 404, too large 413, wrong type 415, unknown route 404', async () => {
+  await server.sluice.queues.put('errors', {});
+  assertError(await producer('POST', '/api/queues/errors/jobs', { data: 1, colour: 'red' }), 400, 'validation');
+  assertError(await producer('POST', '/api/queues/errors/jobs', { priority: 'high' }), 400, 'validation');
+  assertError(await producer('POST', '/api/queues/errors/jobs', { runAt: 'tomorrow' }), 400, 'validation');
+  assertError(await call(server.url, 'POST', '/api/queues/errors/jobs', { token: TOKENS.apiToken, raw: '{"data":' }), 400, 'validation');
+  assertError(await producer('POST', '/api/queues/errors/jobs', { data: 'nul \u0000 inside' }), 400, 'validation');
+  assertError(await producer('POST', '/api/queues/bad name!/jobs', { data: 1 }), 400, 'validation');
+  assertError(await producer('POST', '/api/queues/nowhere/jobs', { data: 1 }), 404, 'queue_not_found');
+  assertError(await producer('GET', '/api/jobs/999999'), 404, 'job_not_found');
+  assertError(await producer('GET', '/api/jobs/abc'), 400, 'validation');
+  // Over the body limit: Fastify refuses it before parsing.
+  assertError(await producer('POST', '/api/queues/errors/jobs', { data: 'x'.repeat(5000) }), 413, 'payload_too_large');
+  // Under the body limit but over the payload limit once escaped: the library refuses it.
+  assertError(await producer('POST', '/api/queues/errors/jobs', { data: '\u0001'.repeat(700) }), 413, 'payload_too_large');
+  assertError(await call(server.url, 'POST', '/api/queues/errors/jobs', { token: TOKENS.apiToken, raw: 'data=1', contentType: 'text/plain' }), 415, 'unsupported_media_type');
+  assertError(await call(server.url, 'GET', '/no/such/route'), 404, 'not_found');
+  assert.equal((await server.sluice.stats('errors')).ready, 0);
+});
+
+test('bulk send is all-or-nothing', async () => {
+  await server.sluice.queues.put('bulk', { maxPerKey: 2 });
+  const ok = await producer('POST', '/api/queues/bulk/jobs/bulk', { jobs: [{ data: 1, key: 'k' }, { data: 2, key: 'k' }, { data: 3 }] });
+  assert.equal(ok.status, 202, ok.text);
+  assert.equal(ok.body.jobs.length, 3);
+  const refused = await producer('POST', '/api/queues/bulk/jobs/bulk', { jobs: [{ data: 4 }, { data: 5, key: 'k' }] });
+  assertError(refused, 429, 'key_limit');
+  assert.equal((await server.sluice.stats('bulk')).ready, 3);
+  assertError(await producer('POST', '/api/queues/bulk/jobs/bulk', { jobs: [] }), 400, 'validation');
+});
+
+test('admin: put a policy, pause and resume, cancel and replay, throughput', async () => {
+  const put = await admin('PUT', '/api/queues/policy', { concurrency: 4, maxPerKey: 2, maxPending: 50, maxAttempts: 2, backoff: { baseMs: 10 } });
+  assert.equal(put.status, 200, put.text);
+  assert.equal(put.body.concurrency, 4);
+  assert.equal((await server.sluice.queues.get('policy'))?.maxPending, 50);
+  assertError(await admin('PUT', '/api/queues/policy', { concurrency: 0 }), 400, 'validation');
+  assertError(await admin('PUT', '/api/queues/policy', { deadLetterQueue: 'missing' }), 400, 'validation');
+
+  assert.equal((await admin('POST', '/api/queues/policy/pause')).body.paused, true);
+  assert.equal((await server.sluice.queues.get('policy'))?.paused, true);
+  assert.equal((await admin('POST', '/api/queues/policy/resume')).body.paused, false);
+  assertError(await admin('POST', '/api/queues/nowhere/pause'), 404, 'queue_not_found');
+
+  const one = await admin('GET', '/api/queues/policy');
+  assert.equal(one.body.stats.concurrency, 4);
+
+  const { id } = (await producer('POST', '/api/queues/policy/jobs', { data: 'x' })).body;
+  const cancelled = await admin('POST', `/api/jobs/${id}/cancel`);
+  assert.equal(cancelled.body.state, 'cancelled');
+  assertError(await admin('POST', `/api/jobs/${id}/cancel`), 409, 'invalid_state');
+  assert.equal((await admin('POST', `/api/jobs/${id}/replay`)).body.state, 'pending');
+
+  const throughput = await admin('GET', '/api/queues/policy/throughput');
+  assert.equal(throughput.status, 200);
+  assert.equal(throughput.body.buckets.length, 30);
+  assertError(await admin('GET', '/api/queues/nowhere/throughput'), 404, 'queue_not_found');
+});
+
+test('dead letters: list with filters, replay all matching, purge', async () => {
+  await server.sluice.queues.put('dying', { maxAttempts: 1 });
+  for (const message of ['smtp timeout', 'smtp timeout', 'bad address']) {
+    await server.sluice.send('dying', { message });
+    const [job] = await server.sluice.claim('dying', { max: 1 });
+    await server.sluice.fail(job!.id, job!.leaseToken, { message });
+  }
+  const all = await admin('GET', '/api/dead-letters?queue=dying');
+  assert.equal(all.status, 200, all.text);
+  assert.equal(all.body.total, 3);
+  assert.equal(all.body.jobs.length, 3);
+  const smtp = await admin('GET', '/api/dead-letters?queue=dying&errorContains=SMTP');
+  assert.equal(smtp.body.total, 2);
+  assert.equal((await admin('GET', '/api/dead-letters?queue=dying&limit=1')).body.next, all.body.jobs[0].id);
+  assertError(await admin('GET', '/api/dead-letters?since=yesterday'), 400, 'validation');
+
+  const replayed = await admin('POST', '/api/dead-letters/replay', { queue: 'dying', errorContains: 'smtp' });
+  assert.deepEqual(replayed.body, { replayed: 2, skipped: 0 });
+  assert.equal((await server.sluice.stats('dying')).ready, 2);
+  const purged = await admin('POST', '/api/dead-letters/purge', { queue: 'dying' });
+  assert.deepEqual(purged.body, { purged: 1 });
+  assert.equal((await server.sluice.deadLetters.count({ queue: 'dying' })), 0);
+});
+
+test('health, readiness, metrics, OpenAPI and security headers', async () => {
+  assert.deepEqual((await call(server.url, 'GET', '/healthz')).body, { status: 'ok' });
+  assert.deepEqual((await call(server.url, 'GET', '/readyz')).body, { status: 'ready' });
+  const metrics = await call(server.url, 'GET', '/metrics', { token: TOKENS.adminToken });
+  assert.equal(metrics.status, 200);
+  assert.match(metrics.headers.get('content-type') ?? '', /text\/plain/);
+  assert.match(metrics.text, /sluice_sends_shed_total\{queue="capped"\} 1/);
+  assert.equal((await call(server.url, 'GET', '/metrics')).status, 401);
+
+  const openapi = await call(server.url, 'GET', '/openapi.json');
+  assert.equal(openapi.status, 200);
+  assert.match(openapi.body.openapi, /^3\./);
+  const send = openapi.body.paths['/api/queues/{queue}/jobs'].post;
+  assert.ok(send.requestBody.content['application/json'].schema.properties.key, 'request schema comes from the route');
+  assert.deepEqual(send.responses['4XX'].content['application/json'].schema.required, ['error', 'message']);
+  for (const path of ['/api/queues/{queue}/claim', '/api/jobs/{id}/complete', '/api/dead-letters', '/api/queues/{queue}']) {
+    assert.ok(openapi.body.paths[path], `${path} documented`);
+  }
+
+  const headers = (await call(server.url, 'GET', '/healthz')).headers;
+  assert.match(headers.get('content-security-policy') ?? '', /script-src 'self'/);
+  assert.doesNotMatch(headers.get('content-security-policy') ?? '', /unsafe-inline/);
+  assert.match(headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/);
+  assert.equal(headers.get('x-content-type-options'), 'nosniff');
+  assert.equal(headers.get('x-frame-options'), 'DENY');
+  assert.equal(headers.get('referrer-policy'), 'no-referrer');
+});

@@ -1,0 +1,89 @@
+// `npm start` as a newcomer runs it: no DATABASE_URL, an embedded PostgreSQL whose data
+// persists in the data directory, generated tokens, SIGTERM exits 0, and a restart on the
+// same directory still has the jobs.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { waitFor } from '@sluice/testkit';
+import { call } from './helpers.js';
+
+const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const dataDir = mkdtempSync(join(tmpdir(), 'sluice-start-'));
+const children = new Set<ChildProcess>();
+after(() => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+interface Started {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+}
+
+async function start(): Promise<Started> {
+  const env: NodeJS.ProcessEnv = { ...process.env, SLUICE_DATA_DIR: dataDir, SLUICE_LOG_LEVEL: 'warn' };
+  for (const name of ['DATABASE_URL', 'TEST_DATABASE_URL', 'SLUICE_API_TOKEN', 'SLUICE_ADMIN_TOKEN']) delete env[name];
+  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=development', MAIN, '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const url = await waitFor(
+    () => {
+      if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${output}`);
+      return /Sluice is listening on (http:\/\/\S+)/.exec(output)?.[1];
+    },
+    { timeoutMs: 120_000, message: 'the server to print its URL' },
+  );
+  return { child, url, output: () => output };
+}
+
+async function stop(started: Started): Promise<number | null> {
+  const exited = once(started.child, 'exit');
+  started.child.kill('SIGTERM');
+  const [code] = await exited;
+  return code as number | null;
+}
+
+test('start on an empty data directory, send a job, SIGTERM, start again: the job is still there', { timeout: 240_000 }, async () => {
+  const first = await start();
+  assert.match(first.url, /^http:\/\/127\.0\.0\.1:\d+$/, 'listens on loopback by default');
+  assert.match(first.output(), /created embedded PostgreSQL/);
+  assert.match(first.output(), /created queue "demo"/);
+  const apiToken = /SLUICE_API_TOKEN=(\S+)/.exec(first.output())?.[1];
+  const adminToken = /SLUICE_ADMIN_TOKEN=(\S+)/.exec(first.output())?.[1];
+  assert.ok(apiToken && adminToken, first.output());
+  assert.equal(statSync(join(dataDir, 'tokens.json')).mode & 0o777, 0o600);
+
+  assert.deepEqual((await call(first.url, 'GET', '/healthz')).body, { status: 'ok' });
+  assert.deepEqual((await call(first.url, 'GET', '/readyz')).body, { status: 'ready' });
+  const sent = await call(first.url, 'POST', '/api/queues/demo/jobs', { token: apiToken, body: { data: { hello: 'world' } } });
+  assert.equal(sent.status, 202, sent.text);
+  assert.equal(await stop(first), 0, first.output());
+  assert.match(first.output(), /stopped/);
+
+  const second = await start();
+  assert.match(second.output(), /reusing embedded PostgreSQL/);
+  assert.doesNotMatch(second.output(), /SLUICE_ADMIN_TOKEN=/, 'tokens are printed only when generated');
+  assert.doesNotMatch(second.output(), /created queue/);
+  const job = await call(second.url, 'GET', `/api/jobs/${sent.body.id}`, { token: apiToken });
+  assert.equal(job.status, 200, job.text);
+  assert.deepEqual(job.body.data, { hello: 'world' });
+  assert.equal((await call(second.url, 'GET', '/api/queues', { token: adminToken })).status, 200, 'the stored admin token still works');
+  assert.equal(await stop(second), 0, second.output());
+});
+
+test('bad configuration exits 2 with the reason', async () => {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=development', MAIN, '--port', 'eighty'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (chunk) => (err += chunk));
+  const [code] = await once(child, 'exit');
+  assert.equal(code, 2);
+  assert.match(err, /--port must be an integer/);
+});
