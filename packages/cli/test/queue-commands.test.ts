@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { createTestDatabase, waitFor, type TestDatabase } from '@sluice/testkit';
 import { Sluice } from 'sluice';
 
-const BIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../bin/sluice.js', import.meta.url));
 const HANDLER = fileURLToPath(new URL('./fixtures/double.mjs', import.meta.url));
 const silent = { error() {}, warn() {}, info() {}, debug() {} };
 
