@@ -8,7 +8,7 @@
 //   npm test                       all tests
 //   npm test -- packages/sluice    only files under a path
 import { spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { startPostgres } from './postgres.mjs';
 
@@ -16,6 +16,7 @@ const root = new URL('..', import.meta.url).pathname;
 const filters = process.argv.slice(2);
 
 function findTests(dir, out = []) {
+  if (!existsSync(dir)) return out;
   for (const name of readdirSync(dir)) {
     if (name === 'node_modules' || name === 'dist' || name.startsWith('.')) continue;
     const path = join(dir, name);
