@@ -67,7 +67,7 @@ export async function resolveSandbox(options: EngineOptions): Promise<Sandbox> {
   } else if (!allowUnsandboxed) {
     throw new SandboxUnavailableError('sandbox "none" was asked for but allowUnsandboxed is not set; refusing to run untrusted code without isolation');
   } else warnUnsandboxed(logger, 'sandbox "none" was asked for');
-  return unsandboxed(uid, gid);
+  return unsandboxed(uid, gid, await dropHostUser(options));
 }
 
 function warnUnsandboxed(logger: Logger | undefined, why: string): void {
@@ -93,7 +93,7 @@ function probeBubblewrap(bwrap: string, uid: number, gid: number): Promise<strin
   return probe;
 }
 
-/** Whether bubblewrap should run as the sandbox uid on the host (only meaningful as root). */
+/** Whether the run should use the sandbox uid on the host (only meaningful as root). */
 async function dropHostUser(options: EngineOptions): Promise<boolean> {
   if (!isRoot()) return false;
   if (options.sandboxHostUser) return options.sandboxHostUser === 'unprivileged';
@@ -106,7 +106,7 @@ async function dropHostUser(options: EngineOptions): Promise<boolean> {
   if (await reachableByOthers(toolchain)) return true;
   if (!warnedSelf) {
     warnedSelf = true;
-    options.logger?.warn({ toolchain }, 'the toolchain is not readable by the sandbox uid; bubblewrap runs as root, mapped to that uid inside');
+    options.logger?.warn({ toolchain }, 'the toolchain is not readable by the sandbox uid; runs keep the host user (bubblewrap maps it to that uid inside)');
   }
   return false;
 }
@@ -162,10 +162,12 @@ async function bubblewrapSandbox(bwrap: string, uid: number, gid: number, dropHo
   };
 }
 
-function unsandboxed(uid: number, gid: number): Sandbox {
-  // Still not root: a run as root could do anything on the host.
-  const hostUid = isRoot() ? uid : undefined;
-  const hostGid = isRoot() ? gid : undefined;
+function unsandboxed(uid: number, gid: number, dropHost: boolean): Sandbox {
+  // Still not root when it can be helped: a run as root could do anything on the host.
+  // Only when the unprivileged uid cannot even read the toolchain does it run as root
+  // (it was asked for without isolation; dropHostUser has said so in the log).
+  const hostUid = dropHost ? uid : undefined;
+  const hostGid = dropHost ? gid : undefined;
   return {
     isolated: false,
     uid: hostUid,
