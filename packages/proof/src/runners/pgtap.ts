@@ -152,7 +152,7 @@ export async function runPgtap(input: RunSuiteInput, options: EngineOptions, tim
   } finally {
     clearTimeout(watchdog);
     for (const client of clients) await client.end().catch(() => undefined);
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
+    await dropRunDatabase(admin, database, options);
     await admin.end().catch(() => undefined);
   }
 
@@ -197,5 +197,25 @@ function collectAssertions(path: string, lines: string[], result: SuiteResult, f
     result.problems.push(`${failure} (the file stopped here: ${tap.assertions.length} assertion(s) reported${tap.plan !== null ? ` of ${tap.plan} planned` : ''})`);
   } else if (tap.plan !== null && tap.plan !== tap.assertions.length) {
     result.problems.push(`${path}: planned ${tap.plan} assertion(s) but ran ${tap.assertions.length}`);
+  }
+}
+
+/**
+ * Drops a run's database. FORCE terminates its backends, but a backend busy in a tight
+ * loop may take longer to die than DROP DATABASE waits (it then fails with "being
+ * accessed by other users"), so the drop is retried before giving up with a warning.
+ */
+async function dropRunDatabase(admin: pg.Client, database: string, options: EngineOptions): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      return;
+    } catch (error) {
+      if (attempt >= 10) {
+        options.logger?.warn({ database, err: (error as Error).message }, 'could not drop a run database');
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
   }
 }
