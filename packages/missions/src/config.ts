@@ -1,0 +1,64 @@
+/** Configuration of the platform, with the defaults issue 6 sets. */
+
+export interface QueueLimits {
+  /** Global cap on running jobs. For generation this one value is also the client's local semaphore. */
+  concurrency: number;
+  /** Jobs of one user waiting or running at once (`maxPerKey`). */
+  perUserLimit: number;
+  /** Ready jobs beyond which new requests are shed (503). */
+  maxPending: number;
+  /** Attempts before a job is dead-lettered. */
+  maxAttempts: number;
+  /** First retry delay; doubles per attempt. */
+  retryBaseMs: number;
+}
+
+export interface MissionsConfig {
+  generation: QueueLimits;
+  grading: QueueLimits;
+  /** A mission retires after this many serves... */
+  retireAfterServes: number;
+  /** ...or this many when its domain is technical. */
+  retireAfterServesTechnical: number;
+  /** Accepted missions go straight to `approved` instead of waiting for QA. */
+  autoApprove: boolean;
+  /** Hard limit on each test run of a proof or a grading. */
+  runTimeoutMs: number;
+  /** Candidates the offline mutation search proves at most per generation. */
+  mutationMaxAttempts: number;
+  /** Generation ahead of demand: each domain is kept at this many approved + pending missions. */
+  refillTargetPerDomain: number;
+  /** When the refill runs (cron, UTC); null: no schedule (call `refill()` yourself). */
+  refillCron: string | null;
+}
+
+export const GENERATION_QUEUE = 'missions.generate';
+export const GRADING_QUEUE = 'missions.grade';
+export const REFILL_QUEUE = 'missions.refill';
+export const REFILL_SCHEDULE = 'missions.refill';
+
+export const DEFAULT_CONFIG: MissionsConfig = {
+  generation: { concurrency: 40, perUserLimit: 3, maxPending: 200, maxAttempts: 5, retryBaseMs: 2_000 },
+  grading: { concurrency: 8, perUserLimit: 3, maxPending: 500, maxAttempts: 3, retryBaseMs: 2_000 },
+  retireAfterServes: 50,
+  retireAfterServesTechnical: 100,
+  autoApprove: false,
+  runTimeoutMs: 30_000,
+  mutationMaxAttempts: 25,
+  refillTargetPerDomain: 5,
+  refillCron: '*/5 * * * *',
+};
+
+export type MissionsConfigInput = Partial<Omit<MissionsConfig, 'generation' | 'grading'>> & {
+  generation?: Partial<QueueLimits>;
+  grading?: Partial<QueueLimits>;
+};
+
+export function resolveConfig(input: MissionsConfigInput = {}): MissionsConfig {
+  return {
+    ...DEFAULT_CONFIG,
+    ...input,
+    generation: { ...DEFAULT_CONFIG.generation, ...input.generation },
+    grading: { ...DEFAULT_CONFIG.grading, ...input.grading },
+  };
+}

@@ -1,0 +1,17 @@
+/**
+ * @sluice/missions: the assessment platform on Sluice. Generation under admission
+ * control, executable proof of every planted bug, a warm pool served in one transaction,
+ * QA review and grading.
+ */
+export { Missions, type MissionsOptions } from './missions.js';
+export { DEFAULT_CONFIG, GENERATION_QUEUE, GRADING_QUEUE, REFILL_QUEUE, REFILL_SCHEDULE, resolveConfig, type MissionsConfig, type MissionsConfigInput, type QueueLimits } from './config.js';
+export { DomainMap, DEFAULT_DOMAIN_MAP_PATH, type DomainMapFile } from './domain-map.js';
+export { OfflineGenerator, seededRandom, render, type Generator, type GenerationRequest, type GeneratedChallenge, type OfflineGeneratorOptions } from './generator.js';
+export { CATALOG, catalogDomains, type CatalogEntry } from './catalog/index.js';
+export { Semaphore } from './semaphore.js';
+export { gradeSuite } from './grading.js';
+export { migrate } from './db.js';
+export { MissionsError, ProofRejectedError, missionsHttpStatus, type MissionsErrorCode } from './errors.js';
+export type * from './types.js';
+export { missionsRoutes, type MissionsRoutesOptions } from './routes.js';
+export { LlmGenerator, buildGenerationPrompt, parseGenerationReply, type LlmGeneratorOptions } from './llm-generator.js';

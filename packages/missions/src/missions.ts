@@ -1,0 +1,316 @@
+/**
+ * The assessment platform on Sluice: requests are served from the warm pool or turned
+ * into generation jobs on a capped queue; a generation job generates, sabotages and
+ * proves a challenge and stores only an accepted one; QA approves what may be served;
+ * submissions are graded by jobs on their own capped queue.
+ */
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import { QueueFullError, type Job, type Sluice, type Worker } from 'sluice';
+import { runSuite, sabotage, type EngineOptions, type Saboteur, type SourceFiles } from '@sluice/proof';
+import { GENERATION_QUEUE, GRADING_QUEUE, REFILL_QUEUE, REFILL_SCHEDULE, resolveConfig, type MissionsConfig, type MissionsConfigInput, type QueueLimits } from './config.js';
+import { migrate, sql } from './db.js';
+import { DomainMap } from './domain-map.js';
+import { MissionsError, ProofRejectedError } from './errors.js';
+import { OfflineGenerator, type Generator } from './generator.js';
+import { gradeSuite } from './grading.js';
+import { instanceFromRow, missionFromRow, submissionFromRow } from './rows.js';
+import { Semaphore } from './semaphore.js';
+import type { GenerationJob, GradingJob, Instance, Mission, MissionProof, PoolDomainStats, QaStatus, RequestOutcome, Submission } from './types.js';
+import { serveFromPool } from './warm-pool.js';
+
+export interface MissionsOptions {
+  /** The Sluice instance whose queues carry generation and grading. */
+  sluice: Sluice;
+  /** Where the `missions` schema lives; default: a pool on `connectionString`. */
+  pool?: pg.Pool;
+  connectionString?: string;
+  /** Default: the offline catalog generator. */
+  generator?: Generator;
+  /** Default: `config/domain-map.json`. */
+  domainMap?: DomainMap;
+  config?: MissionsConfigInput;
+  /** Options of the proof engine (sandbox, the database pgTAP runs use). */
+  engine?: EngineOptions;
+  /** An LLM saboteur (e.g. `LlmSaboteur.fromEnvironment()`) tried before the offline mutation search. */
+  llmSaboteur?: Saboteur | null;
+}
+
+export class Missions {
+  readonly config: MissionsConfig;
+  readonly domainMap: DomainMap;
+  readonly generator: Generator;
+  /** The generation client's seatbelt, at the same limit as the queue's global cap. */
+  readonly generationSemaphore: Semaphore;
+  private readonly sluice: Sluice;
+  private readonly pool: pg.Pool;
+  private readonly ownsPool: boolean;
+  private readonly engine: EngineOptions;
+  private readonly llmSaboteur: Saboteur | null;
+  private workers: Worker[] = [];
+
+  constructor(options: MissionsOptions) {
+    this.sluice = options.sluice;
+    this.config = resolveConfig(options.config);
+    this.domainMap = options.domainMap ?? DomainMap.load();
+    this.generator = options.generator ?? new OfflineGenerator();
+    this.engine = options.engine ?? {};
+    this.llmSaboteur = options.llmSaboteur ?? null;
+    this.generationSemaphore = new Semaphore(this.config.generation.concurrency);
+    if (options.pool) {
+      this.pool = options.pool;
+      this.ownsPool = false;
+    } else {
+      if (!options.connectionString) throw new MissionsError('validation', 'Missions needs a pool or a connectionString');
+      this.pool = new pg.Pool({ connectionString: options.connectionString });
+      this.ownsPool = true;
+    }
+  }
+
+  /** Creates or upgrades the `missions` schema and puts both queues' policies. Sluice must be migrated. */
+  async setup(): Promise<void> {
+    await migrate(this.pool);
+    await this.sluice.queues.put(GENERATION_QUEUE, policyOf(this.config.generation));
+    await this.sluice.queues.put(GRADING_QUEUE, policyOf(this.config.grading));
+    // One refill at a time is enough: each is a handful of sends.
+    await this.sluice.queues.put(REFILL_QUEUE, { concurrency: 1, maxPending: 10, maxAttempts: 3 });
+    if (this.config.refillCron) {
+      await this.sluice.schedules.put(REFILL_SCHEDULE, { cron: this.config.refillCron, queue: REFILL_QUEUE, catchUp: 'latest' });
+    } else if ((await this.sluice.schedules.list()).some((s) => s.name === REFILL_SCHEDULE)) {
+      await this.sluice.schedules.remove(REFILL_SCHEDULE);
+    }
+  }
+
+  /** Starts the generation and grading workers in this process. */
+  startWorkers({ generation = true, grading = true, refill = true }: { generation?: boolean; grading?: boolean; refill?: boolean } = {}): void {
+    if (refill) this.workers.push(this.sluice.work(REFILL_QUEUE, { concurrency: 1 }, () => this.refill()));
+    if (generation) {
+      this.workers.push(
+        this.sluice.work(GENERATION_QUEUE, { concurrency: this.config.generation.concurrency }, (job, { signal }) =>
+          this.generationSemaphore.run(() => this.runGeneration(job as Job<GenerationJob>, signal)),
+        ),
+      );
+    }
+    if (grading) {
+      this.workers.push(
+        this.sluice.work(GRADING_QUEUE, { concurrency: this.config.grading.concurrency }, (job) => this.runGrading(job as Job<GradingJob>)),
+      );
+    }
+  }
+
+  async stopWorkers(timeoutMs = 30_000): Promise<void> {
+    const workers = this.workers;
+    this.workers = [];
+    await Promise.all(workers.map((w) => w.stop({ timeoutMs })));
+  }
+
+  async close(): Promise<void> {
+    await this.stopWorkers();
+    if (this.ownsPool) await this.pool.end();
+  }
+
+  // ---- Requests and the warm pool ----------------------------------------------------
+
+  /**
+   * A candidate asks for a mission: served from the warm pool when one is available,
+   * otherwise a generation job is enqueued for one of the role's domains. Sluice's
+   * `QueueFullError` (shed) and `KeyLimitError` (this user asks too much) pass through.
+   */
+  async request({ userId, role }: { userId: string; role: string }): Promise<RequestOutcome> {
+    checkId(userId, 'userId');
+    const domains = this.domainMap.domainsFor(role);
+    const instance = await serveFromPool(this.pool, userId, domains);
+    if (instance) return { status: 'served', instance };
+    const domain = await this.leastStockedDomain(domains);
+    const jobId = await this.enqueueGeneration({ domain, userId });
+    return { status: 'queued', jobId, domain };
+  }
+
+  /** Serves from the warm pool only; null when nothing is servable for this user. */
+  async serve({ userId, role }: { userId: string; role: string }): Promise<Instance | null> {
+    checkId(userId, 'userId');
+    return serveFromPool(this.pool, userId, this.domainMap.domainsFor(role));
+  }
+
+  async enqueueGeneration(job: GenerationJob): Promise<string> {
+    if (!this.domainMap.domains().includes(job.domain)) throw new MissionsError('unknown_domain', `unknown domain "${job.domain}"`);
+    const { id } = await this.sluice.send(GENERATION_QUEUE, job, job.userId ? { key: job.userId } : {});
+    return id;
+  }
+
+  async poolStats(): Promise<PoolDomainStats[]> {
+    const { rows } = await this.pool.query<PoolDomainStats>(sql('PoolByDomain'));
+    return rows;
+  }
+
+  /**
+   * Generation ahead of demand: for each domain, enqueue generation for the shortfall
+   * below `refillTargetPerDomain` approved + pending missions. Each slot is a singleton
+   * job (`refill:<domain>:<n>`), so a refill that runs again before the last one's jobs
+   * finished adds nothing. A full generation queue skips the refill: demand comes first.
+   */
+  async refill(): Promise<{ enqueued: Record<string, number>; shed: boolean }> {
+    const stock = new Map((await this.poolStats()).map((s) => [s.domain, s.servable + s.pending]));
+    const items = this.domainMap.domains().flatMap((domain) =>
+      Array.from({ length: Math.max(0, this.config.refillTargetPerDomain - (stock.get(domain) ?? 0)) }, (_, slot) => ({
+        data: { domain } satisfies GenerationJob,
+        singletonKey: `refill:${domain}:${slot}`,
+      })),
+    );
+    const enqueued: Record<string, number> = {};
+    if (items.length === 0) return { enqueued, shed: false };
+    try {
+      const results = await this.sluice.sendMany(GENERATION_QUEUE, items);
+      results.forEach((r, i) => {
+        if (!r.deduplicated) enqueued[items[i]!.data.domain] = (enqueued[items[i]!.data.domain] ?? 0) + 1;
+      });
+      return { enqueued, shed: false };
+    } catch (error) {
+      if (error instanceof QueueFullError) return { enqueued, shed: true };
+      throw error;
+    }
+  }
+
+  private async leastStockedDomain(domains: string[]): Promise<string> {
+    const stats = new Map((await this.poolStats()).map((s) => [s.domain, s.servable + s.pending]));
+    return [...domains].sort((a, b) => (stats.get(a) ?? 0) - (stats.get(b) ?? 0))[0]!;
+  }
+
+  // ---- Generation ----------------------------------------------------------------------
+
+  /**
+   * One generation job: generate → sabotage → prove → store. Only an accepted proof is
+   * stored; otherwise the job fails and Sluice retries it (a retry draws another seed,
+   * so it does not repeat the same search), then dead-letters it.
+   */
+  private async runGeneration(job: Job<GenerationJob>, signal: AbortSignal): Promise<{ missionId: string }> {
+    const existing = await this.pool.query<{ id: string }>(sql('MissionByJob'), [job.id]);
+    if (existing.rows[0]) return { missionId: String(existing.rows[0].id) };
+    const seed = (job.data.seed ?? seedOf(job.id)) + (job.attempts - 1);
+    const challenge = await this.generator.generate({ domain: job.data.domain, seed }, signal);
+    const timeoutMs = this.config.runTimeoutMs;
+    const found = await sabotage(
+      { language: challenge.language, gold: challenge.gold, tests: challenge.tests, timeoutMs, description: challenge.brief },
+      { engine: this.engine, signal, llm: this.llmSaboteur, mutation: { seed, maxAttempts: this.config.mutationMaxAttempts } },
+    );
+    if (!found.accepted || !found.candidate || !found.verdict) throw new ProofRejectedError(found.summary);
+    const proof: MissionProof = { summary: found.verdict.summary, tests: found.verdict.tests, attempts: found.attempts };
+    const status: QaStatus = this.config.autoApprove ? 'approved' : 'pending';
+    const maxServes = this.domainMap.isTechnical(challenge.domain) ? this.config.retireAfterServesTechnical : this.config.retireAfterServes;
+    const inserted = await this.pool.query<{ id: string }>(sql('InsertMission'), [
+      job.id, challenge.source, challenge.domain, challenge.language, challenge.title, challenge.brief,
+      challenge.gold, found.candidate.files, challenge.tests, found.candidate.description, found.candidate.hint ?? null,
+      found.saboteur, proof, status, maxServes,
+    ]);
+    const id = inserted.rows[0]?.id ?? (await this.pool.query<{ id: string }>(sql('MissionByJob'), [job.id])).rows[0]!.id;
+    return { missionId: String(id) };
+  }
+
+  // ---- QA --------------------------------------------------------------------------------
+
+  async listMissions({ qaStatus, limit = 100 }: { qaStatus?: QaStatus; limit?: number } = {}): Promise<Mission[]> {
+    const { rows } = await this.pool.query(sql('ListMissions'), [qaStatus ?? null, limit]);
+    return rows.map(missionFromRow);
+  }
+
+  async getMission(id: string): Promise<Mission> {
+    const { rows } = await this.pool.query(sql('GetMission'), [checkNumericId(id, 'mission')]);
+    if (!rows[0]) throw new MissionsError('mission_not_found', `mission ${id} does not exist`);
+    return missionFromRow(rows[0]);
+  }
+
+  approve(id: string, note?: string): Promise<Mission> {
+    return this.review(id, 'approved', note);
+  }
+
+  reject(id: string, note?: string): Promise<Mission> {
+    return this.review(id, 'rejected', note);
+  }
+
+  private async review(id: string, decision: 'approved' | 'rejected', note?: string): Promise<Mission> {
+    const { rows } = await this.pool.query(sql('ReviewMission'), [checkNumericId(id, 'mission'), decision, note ?? null]);
+    if (rows[0]) return missionFromRow(rows[0]);
+    const current = await this.getMission(id);
+    throw new MissionsError('invalid_state', `mission ${id} is ${current.qaStatus}; only a pending mission can be reviewed`);
+  }
+
+  // ---- Instances and grading ------------------------------------------------------------
+
+  async getInstance(id: string): Promise<Instance> {
+    const { rows } = await this.pool.query(sql('GetInstance'), [checkNumericId(id, 'instance')]);
+    if (!rows[0]) throw new MissionsError('instance_not_found', `instance ${id} does not exist`);
+    return instanceFromRow(rows[0]);
+  }
+
+  /**
+   * Records a submission and enqueues its grading job in one transaction: either both
+   * exist or neither does. Only the mission's solution files may be submitted.
+   */
+  async submit(instanceId: string, files: SourceFiles): Promise<Submission> {
+    const instance = await this.getInstance(instanceId);
+    const allowed = Object.keys(instance.files);
+    const given = Object.keys(files ?? {});
+    if (given.length === 0 || given.some((path) => !allowed.includes(path) || typeof files[path] !== 'string')) {
+      throw new MissionsError('validation', `a submission holds text for the solution files only: ${allowed.join(', ')}`);
+    }
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const inserted = await client.query<{ id: string }>(sql('InsertSubmission'), [instance.id, { ...instance.files, ...files }]);
+      const submissionId = String(inserted.rows[0]!.id);
+      const { id: jobId } = await this.sluice.send(GRADING_QUEUE, { submissionId } satisfies GradingJob, { key: instance.userId, client });
+      await client.query(sql('SetSubmissionJob'), [submissionId, jobId]);
+      await client.query('COMMIT');
+      return this.getSubmission(submissionId);
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  async getSubmission(id: string): Promise<Submission> {
+    const { rows } = await this.pool.query(sql('GetSubmission'), [checkNumericId(id, 'submission')]);
+    if (!rows[0]) throw new MissionsError('submission_not_found', `submission ${id} does not exist`);
+    return submissionFromRow(rows[0]);
+  }
+
+  /** Runs the mission's own tests (never the candidate's) against the submitted files. */
+  private async runGrading(job: Job<GradingJob>): Promise<{ submissionId: string; passed: boolean }> {
+    const { rows } = await this.pool.query(sql('SubmissionForGrading'), [job.data.submissionId]);
+    const row = rows[0];
+    if (!row) throw new MissionsError('submission_not_found', `submission ${job.data.submissionId} does not exist`);
+    if (row.status !== 'queued') return { submissionId: job.data.submissionId, passed: row.status === 'passed' };
+    const suite = await runSuite({ language: row.language, files: row.files, tests: row.tests, timeoutMs: this.config.runTimeoutMs }, this.engine);
+    const grade = gradeSuite(suite);
+    await this.pool.query(sql('RecordGrade'), [job.data.submissionId, grade.passed ? 'passed' : 'failed', grade]);
+    return { submissionId: job.data.submissionId, passed: grade.passed };
+  }
+}
+
+function policyOf(limits: QueueLimits) {
+  return {
+    concurrency: limits.concurrency,
+    maxPerKey: limits.perUserLimit,
+    maxPending: limits.maxPending,
+    maxAttempts: limits.maxAttempts,
+    backoff: { baseMs: limits.retryBaseMs, maxMs: 60_000, jitter: 0.5 },
+  };
+}
+
+/** A stable seed from a job id, so a job draws the same challenge wherever it runs. */
+function seedOf(jobId: string): number {
+  return createHash('sha256').update(jobId).digest().readUInt32BE(0);
+}
+
+function checkId(value: unknown, field: string): void {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 200) {
+    throw new MissionsError('validation', `${field} must be a non-empty string of at most 200 characters`);
+  }
+}
+
+function checkNumericId(value: unknown, what: string): string {
+  if (typeof value !== 'string' || !/^\d{1,18}$/.test(value)) throw new MissionsError('validation', `${what} id must be a positive integer`);
+  return value;
+}

@@ -1,0 +1,124 @@
+/**
+ * The platform over HTTP, as a Fastify plugin the server mounts:
+ *
+ *   POST /api/missions/request            { userId, role } → 200 served | 202 queued | 503 shed | 429 per-user limit
+ *   GET  /api/instances/:id               the candidate's instance
+ *   POST /api/instances/:id/submissions   { files } → 202, graded by a job
+ *   GET  /api/submissions/:id             queued | passed | failed, with per-test detail
+ *   GET  /api/missions?qaStatus=pending   QA (admin): brief, gold, sabotaged, proof
+ *   GET  /api/missions/:id                QA (admin)
+ *   POST /api/missions/:id/approve|reject { note? } (admin)
+ *   GET  /api/missions/pool               servable / pending / retired per domain (admin)
+ *
+ * The generation job's progress is Sluice's own `GET /api/jobs/:id`. Authentication is the
+ * host's: it passes the hooks that check the candidate (API) and admin tokens. Errors are
+ * `{ error: <stable code>, message }`, like the server's.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, onRequestHookHandler } from 'fastify';
+import { KeyLimitError, QueueFullError, SluiceError, httpStatusOf } from 'sluice';
+import { MissionsError, missionsHttpStatus } from './errors.js';
+import type { Missions } from './missions.js';
+import type { QaStatus } from './types.js';
+
+export interface MissionsRoutesOptions {
+  missions: Missions;
+  /** Checks a producer's (candidate-facing backend's) credentials. */
+  apiAuth: onRequestHookHandler;
+  /** Checks an administrator's credentials (QA). */
+  adminAuth: onRequestHookHandler;
+}
+
+const id = { type: 'object', required: ['id'], properties: { id: { type: 'string', pattern: '^[0-9]{1,18}$' } } } as const;
+
+export async function missionsRoutes(app: FastifyInstance, { missions, apiAuth, adminAuth }: MissionsRoutesOptions): Promise<void> {
+  // The plugin is encapsulated: this handler answers for these routes only.
+  app.setErrorHandler((err: FastifyError | Error, request, reply) => {
+    if (err instanceof MissionsError) return fail(reply, missionsHttpStatus(err.code), err.code, err.message);
+    if (err instanceof SluiceError) {
+      if (err instanceof QueueFullError || err instanceof KeyLimitError) reply.header('retry-after', String(err.retryAfterSeconds));
+      return fail(reply, httpStatusOf(err.code), err.code, err.message);
+    }
+    const fastifyError = err as FastifyError;
+    if (fastifyError.validation) return fail(reply, 400, 'validation', err.message);
+    const status = fastifyError.statusCode ?? 500;
+    if (status >= 400 && status < 500) return fail(reply, status, 'validation', err.message);
+    request.log.error({ err }, 'request failed');
+    return fail(reply, 500, 'internal', 'internal server error');
+  });
+
+  app.post<{ Body: { userId: string; role: string } }>('/api/missions/request', {
+    onRequest: apiAuth,
+    schema: {
+      body: {
+        type: 'object',
+        required: ['userId', 'role'],
+        additionalProperties: false,
+        properties: { userId: { type: 'string', minLength: 1, maxLength: 200 }, role: { type: 'string', minLength: 1, maxLength: 100 } },
+      },
+    },
+  }, async (request, reply) => {
+    const outcome = await missions.request(request.body);
+    return reply.code(outcome.status === 'served' ? 200 : 202).send(outcome);
+  });
+
+  app.get<{ Params: { id: string } }>('/api/instances/:id', { onRequest: apiAuth, schema: { params: id } }, (request) =>
+    missions.getInstance(request.params.id),
+  );
+
+  app.post<{ Params: { id: string }; Body: { files: Record<string, string> } }>('/api/instances/:id/submissions', {
+    onRequest: apiAuth,
+    schema: {
+      params: id,
+      body: {
+        type: 'object',
+        required: ['files'],
+        additionalProperties: false,
+        properties: { files: { type: 'object', additionalProperties: { type: 'string' } } },
+      },
+    },
+  }, async (request, reply) => reply.code(202).send(await missions.submit(request.params.id, request.body.files)));
+
+  app.get<{ Params: { id: string } }>('/api/submissions/:id', { onRequest: apiAuth, schema: { params: id } }, (request) =>
+    missions.getSubmission(request.params.id),
+  );
+
+  app.get('/api/missions/pool', { onRequest: adminAuth }, async () => ({ domains: await missions.poolStats() }));
+
+  app.get<{ Querystring: { qaStatus?: QaStatus; limit?: number } }>('/api/missions', {
+    onRequest: adminAuth,
+    schema: {
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { qaStatus: { enum: ['pending', 'approved', 'rejected'] }, limit: { type: 'integer', minimum: 1, maximum: 500 } },
+      },
+    },
+  }, async (request) => ({ missions: await missions.listMissions(request.query) }));
+
+  app.get<{ Params: { id: string } }>('/api/missions/:id', { onRequest: adminAuth, schema: { params: id } }, (request) =>
+    missions.getMission(request.params.id),
+  );
+
+  for (const decision of ['approve', 'reject'] as const) {
+    // The body is optional (a bare POST reviews without a note), so it is checked here:
+    // a body schema would refuse a request that has none.
+    app.post<{ Params: { id: string }; Body: unknown }>(`/api/missions/:id/${decision}`, {
+      onRequest: adminAuth,
+      schema: { params: id },
+    }, (request) => missions[decision](request.params.id, reviewNote(request.body)));
+  }
+}
+
+function reviewNote(body: unknown): string | undefined {
+  if (body === undefined || body === null) return undefined;
+  const fields = typeof body === 'object' && !Array.isArray(body) ? Object.keys(body) : null;
+  const note = (body as { note?: unknown }).note;
+  if (!fields || fields.some((f) => f !== 'note') || (note !== undefined && (typeof note !== 'string' || note.length > 2000))) {
+    throw new MissionsError('validation', 'a review body is { note?: string } (at most 2000 characters)');
+  }
+  return note as string | undefined;
+}
+
+function fail(reply: FastifyReply, status: number, error: string, message: string): FastifyReply {
+  return reply.code(status).type('application/json; charset=utf-8').send({ error, message });
+}

@@ -1,0 +1,94 @@
+/** Rows and results the platform hands out. */
+import type { Language, SourceFiles, TestVerdict } from '@sluice/proof';
+
+export type QaStatus = 'pending' | 'approved' | 'rejected';
+
+export interface MissionProof {
+  summary: string;
+  tests: TestVerdict[];
+  /** Every bug the saboteur tried before the accepted one, and why each was rejected. */
+  attempts: { saboteur: string; description: string; accepted: boolean; reasons: string[] }[];
+}
+
+export interface Mission {
+  id: string;
+  source: string;
+  domain: string;
+  language: Language;
+  title: string;
+  brief: string;
+  gold: SourceFiles;
+  sabotaged: SourceFiles;
+  tests: SourceFiles;
+  bugDescription: string;
+  hint: string | null;
+  saboteur: string;
+  proof: MissionProof;
+  qaStatus: QaStatus;
+  qaNote: string | null;
+  serveCount: number;
+  maxServes: number;
+  retiredAt: Date | null;
+  createdAt: Date;
+}
+
+/** What a candidate gets: the brief, the code with the planted bug, and the tests. */
+export interface Instance {
+  id: string;
+  missionId: string;
+  userId: string;
+  title: string;
+  brief: string;
+  language: Language;
+  domain: string;
+  files: SourceFiles;
+  tests: SourceFiles;
+  createdAt: Date;
+}
+
+export interface GradeResult {
+  passed: boolean;
+  /** Tests that ran, and how many passed. */
+  testsRun: number;
+  testsPassed: number;
+  tests: { id: string; status: string; message?: string }[];
+  setupError: string | null;
+  problems: string[];
+  timedOut: boolean;
+  summary: string;
+}
+
+export interface Submission {
+  id: string;
+  instanceId: string;
+  status: 'queued' | 'passed' | 'failed';
+  gradingJobId: string | null;
+  result: GradeResult | null;
+  createdAt: Date;
+  gradedAt: Date | null;
+}
+
+export type RequestOutcome =
+  | { status: 'served'; instance: Instance }
+  | { status: 'queued'; jobId: string; domain: string };
+
+export interface PoolDomainStats {
+  domain: string;
+  servable: number;
+  pending: number;
+  retired: number;
+  serves: number;
+}
+
+/** The payload of a generation job. */
+export interface GenerationJob {
+  domain: string;
+  /** Who asked (a refill has no user). */
+  userId?: string;
+  /** Fixes the challenge drawn; default derived from the job id. */
+  seed?: number;
+}
+
+export interface GradingJob {
+  submissionId: string;
+}

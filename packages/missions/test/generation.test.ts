@@ -1,0 +1,96 @@
+/**
+ * End to end through the queues, offline: generate → sabotage (mutation) → prove → store
+ * as pending; QA approves; a candidate is served the sabotaged code; grading passes the
+ * fixed code and fails the unfixed one. And a challenge no bug can be proven for fails
+ * its job into the dead letters, storing nothing.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { waitFor } from '@sluice/testkit';
+import { CATALOG, GENERATION_QUEUE, OfflineGenerator, type CatalogEntry, type Generator } from '../src/index.js';
+import { engine, harness, type Harness } from './helpers.js';
+
+const ltv = CATALOG.find((e) => e.id === 'py-customer-ltv')!;
+let h: Harness;
+before(async () => {
+  h = await harness({
+    generator: new OfflineGenerator({ catalog: [ltv], generationDelayMs: 50 }),
+    engine: engine('sluice_missions_t_generation'),
+  });
+  h.missions.startWorkers();
+});
+after(() => h.close());
+
+const finished = (id: string) => waitFor(async () => {
+  const job = await h.sluice.get(id);
+  return job && (job.state === 'completed' || job.state === 'dead') ? job : null;
+}, { timeoutMs: 60_000, message: `job ${id} to finish` });
+
+test('a generation job stores a proven mission as pending; approved, served and graded', async () => {
+  const jobId = await h.missions.enqueueGeneration({ domain: 'marketing', userId: 'cand-1', seed: 7 });
+  const job = await finished(jobId);
+  assert.equal(job.state, 'completed', JSON.stringify(job.errors));
+  const { missionId } = job.result as { missionId: string };
+  const mission = await h.missions.getMission(missionId);
+  assert.equal(mission.qaStatus, 'pending');
+  assert.equal(mission.source, 'py-customer-ltv');
+  assert.equal(mission.saboteur, 'mutation');
+  assert.notDeepEqual(mission.sabotaged, mission.gold);
+  assert.ok(mission.proof.tests.length >= 1 && mission.proof.tests.every((t) => t.ok), mission.proof.summary);
+  assert.equal(mission.maxServes, 50, 'marketing is not a technical domain');
+
+  assert.equal(await h.missions.serve({ userId: 'cand-1', role: 'marketing-analyst' }), null, 'not served before QA');
+  await h.missions.approve(missionId);
+  const outcome = await h.missions.request({ userId: 'cand-1', role: 'marketing-analyst' });
+  assert.equal(outcome.status, 'served');
+  const instance = outcome.status === 'served' ? outcome.instance : assert.fail('not served');
+  assert.deepEqual(instance.files, mission.sabotaged);
+
+  const fixed = await h.missions.submit(instance.id, mission.gold);
+  const unfixed = await h.missions.submit(instance.id, instance.files);
+  assert.equal(fixed.status, 'queued');
+  const graded = (id: string) => waitFor(async () => {
+    const s = await h.missions.getSubmission(id);
+    return s.status === 'queued' ? null : s;
+  }, { timeoutMs: 60_000, message: `submission ${id} graded` });
+  const pass = await graded(fixed.id);
+  const fail = await graded(unfixed.id);
+  assert.equal(pass.status, 'passed', pass.result?.summary);
+  assert.equal(pass.result?.testsRun, pass.result?.testsPassed);
+  assert.ok((pass.result?.testsRun ?? 0) >= 1);
+  assert.equal(fail.status, 'failed');
+  assert.equal(fail.result?.testsPassed, 0);
+  assert.ok(fail.result!.tests.every((t) => t.status === 'failed'));
+});
+
+test('a submission may only replace the solution files', async () => {
+  const [instanceRow] = (await h.pool.query('SELECT id::text FROM missions.instance LIMIT 1')).rows;
+  await assert.rejects(h.missions.submit(instanceRow.id, { 'test_ltv.py': 'def test_x(): pass\n' }), { code: 'validation' });
+});
+
+test('a challenge whose bug cannot be proven fails its job and stores nothing', async () => {
+  // Tests that pass whatever the solution does: no planted bug can fail them.
+  const hollow: CatalogEntry = {
+    ...ltv,
+    id: 'hollow',
+    tests: { 'test_hollow.py': 'def test_nothing():\n    assert True\n' },
+  };
+  const broken = await harness({
+    generator: new OfflineGenerator({ catalog: [hollow] }) satisfies Generator,
+    engine: engine('sluice_missions_t_generation'),
+    config: { generation: { maxAttempts: 1 }, mutationMaxAttempts: 2 },
+  });
+  try {
+    broken.missions.startWorkers({ grading: false });
+    const { id } = await broken.sluice.send(GENERATION_QUEUE, { domain: 'marketing', seed: 1 });
+    const job = await waitFor(async () => {
+      const j = await broken.sluice.get(id);
+      return j && (j.state === 'dead' || j.state === 'completed') ? j : null;
+    }, { timeoutMs: 60_000, message: 'the generation job to finish' });
+    assert.equal(job.state, 'dead');
+    assert.match(job.errors.at(-1)?.message ?? '', /no proven bug/);
+    assert.deepEqual(await broken.missions.listMissions(), []);
+  } finally {
+    await broken.close();
+  }
+});

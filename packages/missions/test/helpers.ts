@@ -1,0 +1,64 @@
+/** Shared set-up: a migrated database per test file, Sluice on it, and the platform. */
+import pg from 'pg';
+import { Sluice } from 'sluice';
+import { createTestDatabase, type TestDatabase } from '@sluice/testkit';
+import type { EngineOptions } from '@sluice/proof';
+import { Missions, type MissionsOptions } from '../src/index.js';
+
+export interface Harness {
+  db: TestDatabase;
+  sluice: Sluice;
+  pool: pg.Pool;
+  missions: Missions;
+  close(): Promise<void>;
+}
+
+/** Engine options for tests: the harness's PostgreSQL, a runner role private to the calling file. */
+export function engine(role: string): EngineOptions {
+  const adminUrl = process.env.SLUICE_TEST_ADMIN_URL;
+  if (!adminUrl) throw new Error('SLUICE_TEST_ADMIN_URL is not set: run the tests with node scripts/test.mjs');
+  return { database: { adminUrl, runnerRole: role } };
+}
+
+export async function harness(options: Omit<MissionsOptions, 'sluice' | 'pool' | 'connectionString'> = {}): Promise<Harness> {
+  const db = await createTestDatabase();
+  const sluice = new Sluice({ connectionString: db.url });
+  const pool = new pg.Pool({ connectionString: db.url, max: 25 });
+  const missions = new Missions({ sluice, pool, ...options });
+  await missions.setup();
+  return {
+    db,
+    sluice,
+    pool,
+    missions,
+    async close() {
+      await missions.close();
+      await sluice.close();
+      await pool.end();
+      await db.drop();
+    },
+  };
+}
+
+export interface MissionSeed {
+  domain: string;
+  qaStatus?: 'pending' | 'approved' | 'rejected';
+  serveCount?: number;
+  maxServes?: number;
+  createdAt?: string;
+  title?: string;
+}
+
+/** Stores a mission directly (as if generated and proven), for the pool's tests. */
+export async function insertMission(pool: pg.Pool, seed: MissionSeed): Promise<string> {
+  const { rows } = await pool.query<{ id: string }>(
+    `INSERT INTO missions.mission
+       (source, domain, language, title, brief, gold, sabotaged, tests, bug_description, saboteur, proof,
+        qa_status, serve_count, max_serves, created_at)
+     VALUES ('test', $1, 'python', $2, 'brief', '{"a.py": "gold"}', '{"a.py": "bug"}', '{"test_a.py": "t"}', 'bug', 'mutation',
+             '{"summary": "ok", "tests": [], "attempts": []}', $3, $4, $5, coalesce($6::timestamptz, now()))
+     RETURNING id`,
+    [seed.domain, seed.title ?? 'mission', seed.qaStatus ?? 'approved', seed.serveCount ?? 0, seed.maxServes ?? 50, seed.createdAt ?? null],
+  );
+  return String(rows[0]!.id);
+}
