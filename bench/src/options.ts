@@ -1,0 +1,207 @@
+/** Command-line options. Defaults are the peer benchmark's workload, so figures compare. */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import type { AdapterOptions } from './adapter.js';
+
+export const PHASES = ['enqueue', 'proc1', 'proc4', 'latency'] as const;
+export type Phase = (typeof PHASES)[number];
+
+export interface Workload {
+  phases: Phase[];
+  /** Jobs enqueued one by one (sequential awaits, one client)... */
+  enqueueSeq: number;
+  /** ...and jobs enqueued through the bulk API, in batches of `batchSize`. */
+  enqueueBatchJobs: number;
+  batchSize: number;
+  /** Jobs drained in each processing phase. */
+  procJobs: number;
+  /** Worker processes in the multi-process phase. */
+  procs: number;
+  /** Jobs in hand per worker process. */
+  concurrency: number;
+  /** Latency phase: jobs, at a steady rate (jobs/s), after the worker idled `idleMs`. */
+  latJobs: number;
+  latRate: number;
+  idleMs: number;
+  /** A processing phase gives up after this long (reported as not drained). */
+  procCapS: number;
+  /** After the last latency enqueue, wait at most this long for the jobs to start. */
+  latDrainS: number;
+  /** ANALYZE after each bulk fill, before the workers start (fresh planner statistics). */
+  analyzeAfterFill: boolean;
+}
+
+export interface Options {
+  workload: Workload;
+  systems: string[];
+  cap: string[];
+  adapter: AdapterOptions;
+  rounds: number;
+  tiny: boolean;
+  pgbench: boolean;
+  pgbenchSeconds: number;
+  dbName: string;
+  keepDb: boolean;
+  countStatements: boolean;
+  /** Write V8 CPU profiles of the worker processes here (diagnostics). */
+  cpuProfDir: string | null;
+  /** SQL run on each fresh bench database after migration (tuning experiments). */
+  setupSql: { file: string; sql: string } | null;
+  runTimeoutS: number;
+  outDir: string;
+}
+
+export const USAGE = `Usage: npm run bench [-w bench] -- [options]
+
+Measures, on a PostgreSQL with stock durability settings, enqueue throughput (one by one
+and in batches), drain throughput (1 and N worker processes) and pickup latency.
+Server: DATABASE_URL when set (the database --db-name on it is dropped and re-created
+before every run), otherwise an embedded PostgreSQL with stock durability settings.
+
+  --tiny                   small workload for a smoke test (500 jobs, 100 latency jobs, 1 round)
+  --rounds=3               runs per case; rounds are interleaved across cases; medians reported
+  --systems=sluice         systems to measure (comma-separated)
+  --cap=off,on             Sluice: without and/or with a global cap
+  --cap-limit=40           Sluice: the global cap of the cap-on variant
+  --notify=on              Sluice: LISTEN/NOTIFY wake-ups (off: polling only)
+  --phases=enqueue,proc1,proc4,latency
+  --enqueue-seq=10000      jobs enqueued one by one
+  --enqueue-batch-jobs=10000  jobs enqueued through the bulk API...
+  --batch-size=1000        ...in batches of this size
+  --proc-jobs=20000        jobs drained per processing phase
+  --procs=4                worker processes in the multi-process phase
+  --concurrency=10         jobs in hand per worker process
+  --lat-jobs=1000 --lat-rate=200 --idle-ms=1000   latency phase
+  --proc-cap-s=120 --lat-drain-s=15               give-up limits
+  --analyze-after-fill     ANALYZE after each bulk fill (fresh planner statistics)
+  --pgbench / --no-pgbench reference TPS of the server (default: on, off with --tiny)
+  --pgbench-seconds=5
+  --count-statements       count client statements per job by name (diagnostics)
+  --cpu-prof-dir=DIR       write V8 CPU profiles of the worker processes to DIR (diagnostics)
+  --setup-sql=FILE         run FILE on each fresh bench database after migration (experiments:
+                           an index, a changed function); the report names the file
+  --db-name=sluice_bench   the database dropped and re-created for every run
+  --keep-db                keep it after the last run (to inspect plans)
+  --run-timeout-s=600      one run (one case, one round) is killed after this long
+  --out-dir=bench/results  raw JSON and the Markdown report are also written here
+`;
+
+const BENCH_DIR = fileURLToPath(new URL('..', import.meta.url));
+
+const WORKLOAD_DEFAULTS: Omit<Workload, 'phases' | 'analyzeAfterFill'> = {
+  enqueueSeq: 10_000,
+  enqueueBatchJobs: 10_000,
+  batchSize: 1_000,
+  procJobs: 20_000,
+  procs: 4,
+  concurrency: 10,
+  latJobs: 1_000,
+  latRate: 200,
+  idleMs: 1_000,
+  procCapS: 120,
+  latDrainS: 15,
+};
+
+const TINY: Partial<typeof WORKLOAD_DEFAULTS> = {
+  enqueueSeq: 250,
+  enqueueBatchJobs: 250,
+  batchSize: 125,
+  procJobs: 500,
+  latJobs: 100,
+};
+
+const numeric = Object.keys(WORKLOAD_DEFAULTS) as (keyof typeof WORKLOAD_DEFAULTS)[];
+const kebab = (s: string): string => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+const OPTIONS = {
+  help: { type: 'boolean', short: 'h' },
+  tiny: { type: 'boolean' },
+  rounds: { type: 'string' },
+  systems: { type: 'string' },
+  cap: { type: 'string' },
+  'cap-limit': { type: 'string' },
+  notify: { type: 'string' },
+  phases: { type: 'string' },
+  'analyze-after-fill': { type: 'boolean' },
+  pgbench: { type: 'boolean' },
+  'no-pgbench': { type: 'boolean' },
+  'pgbench-seconds': { type: 'string' },
+  'count-statements': { type: 'boolean' },
+  'cpu-prof-dir': { type: 'string' },
+  'setup-sql': { type: 'string' },
+  'db-name': { type: 'string' },
+  'keep-db': { type: 'boolean' },
+  'run-timeout-s': { type: 'string' },
+  'out-dir': { type: 'string' },
+  ...Object.fromEntries(numeric.map((k) => [kebab(k), { type: 'string' as const }])),
+} as const satisfies Record<string, { type: 'string' | 'boolean'; short?: string }>;
+
+/**
+ * `npm run bench -- --tiny` at the repository root hands `--tiny` to the inner `npm run`,
+ * which only exposes it as npm_config_tiny: the bench would silently run the full
+ * workload. Names the options that went astray, so the caller can be told.
+ */
+export function optionsGivenToNpm(env: NodeJS.ProcessEnv = process.env): string[] {
+  if (env.npm_lifecycle_event !== 'bench') return [];
+  return Object.keys(OPTIONS).filter((name) => env[`npm_config_${name.replace(/-/g, '_')}`] !== undefined);
+}
+
+export function parseOptions(argv: string[]): Options | 'help' {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: OPTIONS,
+  });
+  if (values.help) return 'help';
+  const tiny = values.tiny ?? false;
+  const int = (name: string, raw: string | boolean | undefined, fallback: number, min = 1): number => {
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got "${raw}"`);
+    return n;
+  };
+  const raw = values as Record<string, string | boolean | undefined>;
+  const workload = { phases: [] as Phase[], analyzeAfterFill: values['analyze-after-fill'] ?? false } as Workload;
+  for (const key of numeric) {
+    const fallback = (tiny ? TINY[key] : undefined) ?? WORKLOAD_DEFAULTS[key];
+    workload[key] = int(kebab(key), raw[kebab(key)], fallback, key === 'enqueueSeq' || key === 'enqueueBatchJobs' ? 0 : 1);
+  }
+  if (workload.batchSize > 10_000) throw new Error('--batch-size must be at most 10000 (the sendMany limit)');
+  workload.phases = list(values.phases ?? PHASES.join(',')).map((p) => {
+    if (!(PHASES as readonly string[]).includes(p)) throw new Error(`unknown phase "${p}"; phases: ${PHASES.join(', ')}`);
+    return p as Phase;
+  });
+
+  const dbName = values['db-name'] ?? 'sluice_bench';
+  // It is dropped before every run: refuse names that could be someone's real database.
+  if (!/^[a-z_][a-z0-9_]*$/.test(dbName) || !dbName.includes('bench')) {
+    throw new Error(`--db-name must be a lower-case identifier containing "bench" (it is dropped and re-created), got "${dbName}"`);
+  }
+  const notify = values.notify ?? 'on';
+  if (notify !== 'on' && notify !== 'off') throw new Error(`--notify takes on or off, got "${notify}"`);
+  if (values.pgbench && values['no-pgbench']) throw new Error('give --pgbench or --no-pgbench, not both');
+
+  return {
+    workload,
+    systems: list(values.systems ?? 'sluice'),
+    cap: list(values.cap ?? 'off,on'),
+    adapter: { capLimit: int('cap-limit', values['cap-limit'], 40), notify: notify === 'on' },
+    rounds: int('rounds', values.rounds, tiny ? 1 : 3),
+    tiny,
+    pgbench: values.pgbench ?? (values['no-pgbench'] ? false : !tiny),
+    pgbenchSeconds: int('pgbench-seconds', values['pgbench-seconds'], 5),
+    dbName,
+    keepDb: values['keep-db'] ?? false,
+    countStatements: values['count-statements'] ?? false,
+    cpuProfDir: values['cpu-prof-dir'] ? resolve(values['cpu-prof-dir']) : null,
+    setupSql: values['setup-sql'] ? { file: resolve(values['setup-sql']), sql: readFileSync(resolve(values['setup-sql']), 'utf8') } : null,
+    runTimeoutS: int('run-timeout-s', values['run-timeout-s'], 600),
+    outDir: values['out-dir'] ?? `${BENCH_DIR}results`,
+  };
+}
+
+function list(s: string): string[] {
+  return s.split(',').map((x) => x.trim()).filter(Boolean);
+}
