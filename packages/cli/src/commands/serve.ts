@@ -8,6 +8,7 @@
 import type { Command } from 'commander';
 import { integer } from '../connect.js';
 import type { CliIo } from '../io.js';
+import { untilShutdownSignal } from '../signals.js';
 
 interface ServerModule {
   loadConfig(argv: string[], env: NodeJS.ProcessEnv): object;
@@ -46,15 +47,7 @@ export function registerServe(program: Command, io: CliIo): void {
       ];
       const server = (await import(SERVER_PACKAGE)) as ServerModule;
       const running = await server.startServer(server.loadConfig(argv, io.env), (line) => io.out(`${line}\n`));
-      await new Promise<void>((done) => {
-        const stop = () => {
-          process.off('SIGINT', stop);
-          process.off('SIGTERM', stop);
-          done();
-        };
-        process.on('SIGINT', stop);
-        process.on('SIGTERM', stop);
-      });
+      await untilShutdownSignal();
       io.out('stopping: no new requests; draining\n');
       await running.close();
       io.out('stopped\n');

@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import type { Handler } from 'sluice';
 import { integer, openSluice, withDbOptions, type DbFlags } from '../connect.js';
 import type { CliIo } from '../io.js';
+import { untilShutdownSignal } from '../signals.js';
 
 interface WorkerFlags extends DbFlags {
   queue: string;
@@ -49,15 +50,7 @@ export function registerWorker(program: Command, io: CliIo): void {
     const worker = sluice.work(flags.queue, { concurrency: flags.concurrency, pollIntervalMs: flags.pollIntervalMs }, handler);
     if (flags.maintenanceIntervalMs !== 0) sluice.startMaintenance({ intervalMs: flags.maintenanceIntervalMs ?? 10_000 });
     io.err(`worker ${worker.workerId} on ${flags.queue} (concurrency ${worker.concurrency}); SIGINT or SIGTERM stops it\n`);
-    await new Promise<void>((done) => {
-      const stop = () => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        done();
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+    await untilShutdownSignal();
     io.err('stopping: draining in-flight jobs\n');
     await sluice.close({ timeoutMs: flags.stopTimeoutMs ?? 30_000 });
     io.err('stopped\n');

@@ -11,6 +11,7 @@ import { DEFAULT_OUTPUT_LIMIT_BYTES, perTestTimeoutMs, type EngineOptions } from
 import { runProcess } from '../process.js';
 import { handOver, type Sandbox } from '../sandbox.js';
 import { jestToolchain } from '../toolchain.js';
+import { emptyResult } from './result.js';
 import type { RunSuiteInput, SuiteResult, TestResult } from '../types.js';
 import { checkNpmDependencies } from './dependencies.js';
 import { uniqueId } from './ids.js';
@@ -21,7 +22,7 @@ const MAX_REPORT_BYTES = 16 * 1024 * 1024;
 
 export async function runJest(input: RunSuiteInput, workspace: string, sandbox: Sandbox, options: EngineOptions, timeoutMs: number): Promise<SuiteResult> {
   const toolchain = jestToolchain();
-  const base = emptyResult(input, sandbox);
+  const base = emptyResult(input.language, sandbox.isolated);
   const missing = checkNpmDependencies(input.dependencies ?? {}, toolchain.nodeModules);
   await writeSourceFiles(workspace, input.files);
   await writeSourceFiles(workspace, input.tests);
@@ -60,22 +61,6 @@ export async function runJest(input: RunSuiteInput, workspace: string, sandbox: 
   const report = await readReport(join(workspace, REPORT));
   if (typeof report === 'string') return { ...result, problems: [report] };
   return { ...result, ...readJestReport(report, workspace) };
-}
-
-function emptyResult(input: RunSuiteInput, sandbox: Sandbox): SuiteResult {
-  return {
-    language: input.language,
-    ran: false,
-    tests: {},
-    setupError: null,
-    problems: [],
-    timedOut: false,
-    durationMs: 0,
-    output: '',
-    outputTruncated: false,
-    sandboxed: sandbox.isolated,
-    exitCode: null,
-  };
 }
 
 function packageJson(input: RunSuiteInput): object {

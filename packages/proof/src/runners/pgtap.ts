@@ -21,24 +21,13 @@ import type { RunSuiteInput, SuiteResult, TestResult } from '../types.js';
 import { uniqueId } from './ids.js';
 import { loadSqlParser, splitSqlScript } from './sql-script.js';
 import { parseTap } from './tap.js';
+import { emptyResult } from './result.js';
 
 const QUERY_CANCELED = '57014';
 
 export async function runPgtap(input: RunSuiteInput, options: EngineOptions, timeoutMs: number): Promise<SuiteResult> {
   const started = performance.now();
-  const result: SuiteResult = {
-    language: 'sql',
-    ran: false,
-    tests: {},
-    setupError: null,
-    problems: [],
-    timedOut: false,
-    durationMs: 0,
-    output: '',
-    outputTruncated: false,
-    sandboxed: false,
-    exitCode: null,
-  };
+  const result = emptyResult('sql', false);
   if (Object.keys(input.dependencies ?? {}).length > 0) {
     return { ...result, setupError: 'SQL challenges cannot declare dependencies (only pgTAP is installed in run databases)' };
   }

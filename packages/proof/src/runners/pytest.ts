@@ -13,6 +13,7 @@ import { handOver, type Sandbox } from '../sandbox.js';
 import { checkPython, SYSTEM_PYTHON } from '../toolchain.js';
 import type { RunSuiteInput, SuiteResult, TestResult } from '../types.js';
 import { checkPythonRequirements, requirementsTxt } from './dependencies.js';
+import { emptyResult } from './result.js';
 import { PYTEST_PLUGIN_MODULE, PYTEST_PLUGIN_SOURCE } from './pytest-plugin.js';
 
 const SUPPORT_DIR = '.sluice';
@@ -22,19 +23,7 @@ const EXIT_NO_TESTS = 5;
 
 export async function runPytest(input: RunSuiteInput, workspace: string, sandbox: Sandbox, options: EngineOptions, timeoutMs: number): Promise<SuiteResult> {
   checkPython();
-  const base: SuiteResult = {
-    language: input.language,
-    ran: false,
-    tests: {},
-    setupError: null,
-    problems: [],
-    timedOut: false,
-    durationMs: 0,
-    output: '',
-    outputTruncated: false,
-    sandboxed: sandbox.isolated,
-    exitCode: null,
-  };
+  const base = emptyResult(input.language, sandbox.isolated);
   await writeSourceFiles(workspace, input.files);
   await writeSourceFiles(workspace, input.tests);
   await writeFile(join(workspace, 'requirements.txt'), requirementsTxt(input.dependencies ?? {}));
