@@ -198,7 +198,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
     cpuProfDir: values['cpu-prof-dir'] ? resolve(values['cpu-prof-dir']) : null,
     setupSql: values['setup-sql'] ? { file: resolve(values['setup-sql']), sql: readFileSync(resolve(values['setup-sql']), 'utf8') } : null,
     runTimeoutS: int('run-timeout-s', values['run-timeout-s'], 600),
-    outDir: values['out-dir'] ?? `${BENCH_DIR}results`,
+    outDir: values['out-dir'] ? resolve(values['out-dir']) : `${BENCH_DIR}results`,
   };
 }
 
