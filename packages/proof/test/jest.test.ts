@@ -61,6 +61,7 @@ test('skipped and todo tests reject the gold suite', async () => {
     verdict.reasons.filter((r) => r.run === 'gold').map((r) => [r.code, r.testId]),
     [['test_skipped', 'sum.test.js::later'], ['test_skipped', 'sum.test.js::someday']],
   );
+  // The suite under test skips its only test on purpose: the runner must report it as skipped.
   const allSkipped = await runSuite({ language: 'javascript', files: gold, tests: { 'skip.test.js': "test.skip('a', () => {});\n" } });
   assert.deepEqual(Object.values(allSkipped.tests).map((t) => t.status), ['skipped']);
 });

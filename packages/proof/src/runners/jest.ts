@@ -11,7 +11,7 @@ import { DEFAULT_OUTPUT_LIMIT_BYTES, perTestTimeoutMs, type EngineOptions } from
 import { runProcess } from '../process.js';
 import { handOver, type Sandbox } from '../sandbox.js';
 import { jestToolchain } from '../toolchain.js';
-import { emptyResult } from './result.js';
+import { emptyResult, withOutcome } from './result.js';
 import type { RunSuiteInput, SuiteResult, TestResult } from '../types.js';
 import { checkNpmDependencies } from './dependencies.js';
 import { uniqueId } from './ids.js';
@@ -49,14 +49,7 @@ export async function runJest(input: RunSuiteInput, workspace: string, sandbox: 
     readOnlyPaths: [toolchain.nodeModules],
   });
   const outcome = await runProcess({ ...command, cwd: workspace, timeoutMs, outputLimitBytes: options.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES });
-  const result: SuiteResult = {
-    ...base,
-    timedOut: outcome.timedOut,
-    durationMs: outcome.durationMs,
-    output: outcome.output,
-    outputTruncated: outcome.outputTruncated,
-    exitCode: outcome.exitCode,
-  };
+  const result = withOutcome(base, outcome);
   if (outcome.timedOut) return result;
   const report = await readReport(join(workspace, REPORT));
   if (typeof report === 'string') return { ...result, problems: [report] };

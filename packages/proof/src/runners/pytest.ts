@@ -13,7 +13,7 @@ import { handOver, type Sandbox } from '../sandbox.js';
 import { checkPython, SYSTEM_PYTHON } from '../toolchain.js';
 import type { RunSuiteInput, SuiteResult, TestResult } from '../types.js';
 import { checkPythonRequirements, requirementsTxt } from './dependencies.js';
-import { emptyResult } from './result.js';
+import { emptyResult, withOutcome } from './result.js';
 import { PYTEST_PLUGIN_MODULE, PYTEST_PLUGIN_SOURCE } from './pytest-plugin.js';
 
 const SUPPORT_DIR = '.sluice';
@@ -60,14 +60,7 @@ export async function runPytest(input: RunSuiteInput, workspace: string, sandbox
     readOnlyPaths: [],
   });
   const outcome = await runProcess({ ...command, cwd: workspace, timeoutMs, outputLimitBytes: options.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES });
-  const result: SuiteResult = {
-    ...base,
-    timedOut: outcome.timedOut,
-    durationMs: outcome.durationMs,
-    output: outcome.output,
-    outputTruncated: outcome.outputTruncated,
-    exitCode: outcome.exitCode,
-  };
+  const result = withOutcome(base, outcome);
   let lines: string;
   try {
     const path = join(workspace, REPORT);

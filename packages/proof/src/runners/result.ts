@@ -1,3 +1,4 @@
+import type { ProcessOutcome } from '../process.js';
 import type { Language, SuiteResult } from '../types.js';
 
 /** A run's result before anything has happened: not ran, no tests, nothing read. */
@@ -14,5 +15,17 @@ export function emptyResult(language: Language, sandboxed: boolean): SuiteResult
     outputTruncated: false,
     sandboxed,
     exitCode: null,
+  };
+}
+
+/** The result once the runner process has ended: what the process said, before the report is read. */
+export function withOutcome(base: SuiteResult, outcome: ProcessOutcome): SuiteResult {
+  return {
+    ...base,
+    timedOut: outcome.timedOut,
+    durationMs: outcome.durationMs,
+    output: outcome.output,
+    outputTruncated: outcome.outputTruncated,
+    exitCode: outcome.exitCode,
   };
 }
