@@ -18,6 +18,7 @@ import { Maintenance, type TickResult } from './maintenance/maintenance.js';
 import { reportDead } from './queue/dead.js';
 import { DeadLetters } from './queue/dead-letters.js';
 import { Jobs } from './queue/jobs.js';
+import { Waker } from './queue/waker.js';
 import { Schedules } from './maintenance/schedules.js';
 import { Queues } from './queue/queues.js';
 import { validateInt, validateQueueName, validateSchemaName } from './queue/validate.js';
@@ -65,6 +66,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   readonly logger: Logger;
   private readonly db: Db;
   private readonly jobs: Jobs;
+  private readonly waker: Waker;
   private readonly ownsPool: boolean;
   private readonly listener: Listener | null;
   private readonly workers = new Set<Worker>();
@@ -110,7 +112,8 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     this.countEvents();
     const ready = () => this.ready();
     this.queues = new Queues(this.db, ready);
-    this.jobs = new Jobs(this.db, { maxPayloadBytes: this.maxPayloadBytes, notify: this.notify, now: this.now }, ready);
+    this.waker = new Waker(this.db, this.logger);
+    this.jobs = new Jobs(this.db, { maxPayloadBytes: this.maxPayloadBytes, notify: this.notify, now: this.now, waker: this.waker }, ready);
     this.schedules = new Schedules(this.db, { maxPayloadBytes: this.maxPayloadBytes, now: this.now }, ready);
     this.deadLetters = new DeadLetters(this.db, { notify: this.notify, now: this.now }, ready);
     this.maintenance = new Maintenance({
@@ -296,6 +299,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     this.closed = true;
     await Promise.all([...this.workers].map((w) => w.stop({ timeoutMs })));
     await this.maintenance.stop();
+    await this.waker.drain();
     await this.listener?.stop();
     if (this.ownsPool) await this.db.pool.end();
   }

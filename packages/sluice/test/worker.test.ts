@@ -144,6 +144,74 @@ test('the local seatbelt: a worker never runs more than its concurrency at once'
   assert.equal(peak, 4);
 });
 
+test('claim ahead: short jobs are claimed in batches beyond the free slots, and all run exactly once', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  await sluice.sendMany(q, Array.from({ length: 2000 }, (_, i) => ({ data: i })));
+  const seen = new Set<number>();
+  let running = 0;
+  let peak = 0;
+  const worker = sluice.work(q, { concurrency: 10 }, async (job) => {
+    peak = Math.max(peak, ++running);
+    seen.add(job.data as number);
+    running--;
+  });
+  await waitFor(async () => (await sluice.stats(q)).completed === 2000, { timeoutMs: 120_000, message: '2,000 completed' });
+  await worker.stop();
+  assert.equal(seen.size, 2000);
+  assert.ok(peak <= 10, `the seatbelt holds with jobs held ahead (peak ${peak})`);
+  // Claiming only for free slots takes at least 2,000 / 10 = 200 claims.
+  assert.ok(worker.claimCount < 170, `claims carried more than the free slots (${worker.claimCount} claims)`);
+});
+
+test('claim ahead: slow jobs are not hoarded; with prefetch 0 a worker holds only what it runs', async () => {
+  const sluice = await makeSluice();
+  for (const prefetch of [undefined, 0]) {
+    const q = uniqueQueue();
+    await sluice.queues.put(q, {});
+    await sluice.sendMany(q, Array.from({ length: 8 }, (_, i) => ({ data: i })));
+    let done = 0;
+    let peakHeld = 0;
+    const worker = sluice.work(q, { concurrency: 2, prefetch }, async () => {
+      // Slow against a claim round trip: nothing to gain from holding jobs ahead.
+      peakHeld = Math.max(peakHeld, (await sluice.stats(q)).active);
+      await new Promise((r) => setTimeout(r, 400));
+      done++;
+    });
+    await waitFor(() => done === 8, { timeoutMs: 60_000, message: '8 slow jobs done' });
+    await worker.stop();
+    assert.equal(peakHeld, 2, `prefetch ${prefetch}: active jobs never exceed the running ones`);
+  }
+});
+
+test('stop gives jobs held ahead back without counting an attempt', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  await sluice.sendMany(q, Array.from({ length: 500 }, (_, i) => ({ data: i })));
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let started = 0;
+  // Quick jobs teach the worker to claim ahead; from job 300 on, handlers wait at the gate.
+  const worker = sluice.work(q, { concurrency: 2, prefetch: 20 }, async () => {
+    if (++started > 300) await gate;
+  });
+  await waitFor(async () => started > 300 && (await sluice.stats(q)).active > 2, { timeoutMs: 60_000, message: 'jobs held ahead' });
+  const stopping = worker.stop({ timeoutMs: 60_000 });
+  await waitFor(async () => (await sluice.stats(q)).active === 2, { timeoutMs: 30_000, message: 'held jobs given back' });
+  release();
+  await stopping;
+  const stats = await sluice.stats(q);
+  assert.equal(stats.active, 0);
+  assert.equal(stats.completed + stats.ready, 500);
+  const { rows } = await sluice.pool.query(
+    "SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND state = 'pending' AND attempts > 0",
+    [q],
+  );
+  assert.equal(rows[0].n, 0, 'given-back jobs keep their attempts');
+});
+
 test('graceful stop: in-flight jobs finish and are completed; nothing is claimed after stop begins', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();

@@ -2,7 +2,8 @@
 -- a worker whose lease was swept matches no row and changes nothing.
 
 -- name: JobClaim
-SELECT * FROM :SCHEMA.claim($1, $2, $3, $4);
+-- $5: jobs wanted ahead of free slots (granted only with room to spare on a capped queue).
+SELECT * FROM :SCHEMA.claim($1, $2, $3, $4, $5);
 
 -- name: JobCompleteMany
 -- Capped queues get one wake-up per batch, so claimers waiting on the cap try again.
@@ -80,5 +81,5 @@ WHERE j.id = $1 AND j.lease_token = $2 AND j.state = 'active' AND q.name = j.que
 RETURNING j.lease_expires_at;
 
 -- name: JobCompleteAndClaim
--- One worker's completions and its next claim in one transaction (migration 0004).
-SELECT completed, job FROM :SCHEMA.complete_and_claim($1, $2, $3, $4, $5, $6, $7, $8);
+-- One worker's completions and its next claim in one transaction (migrations 0004, 0005).
+SELECT completed, job FROM :SCHEMA.complete_and_claim($1, $2, $3, $4, $5, $6, $7, $8, $9);

@@ -9,11 +9,14 @@ import { InvalidStateError, JobNotFoundError, LeaseLostError, QueueNotFoundError
 import type { ClaimedJob, Job, QueueStats, ThroughputBucket, SendManyItem, SendOptions, SendResult } from '../types.js';
 import { toJob, toQueue, toStats } from './rows.js';
 import { serializePayload, validateInt, validateQueueName, validateSendOptions } from './validate.js';
+import type { Waker } from './waker.js';
 
 export interface JobsConfig {
   maxPayloadBytes: number;
   notify: boolean;
   now: () => Date | null;
+  /** Sends outside a caller's transaction wake workers through it, after their commit. */
+  waker: Waker;
 }
 
 const MANY_ITEM_FIELDS = new Set(['data', 'key', 'singletonKey', 'runAt', 'delayMs', 'priority', 'maxAttempts']);
@@ -32,12 +35,20 @@ export class Jobs {
     const o = validateSendOptions(rest);
     const json = serializePayload(data === undefined ? null : data, this.config.maxPayloadBytes);
     await this.ready();
+    const notifyInside = this.config.notify && client !== undefined;
     const [row] = await this.db.run(
       'JobSend',
-      [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), this.config.notify],
+      [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), notifyInside],
       client as Queryable | undefined,
     );
+    if (this.config.notify && !client && !row.deduplicated && this.readyNow(o.runAt, o.delayMs)) this.config.waker.wake(queue);
     return { id: String(row.id), deduplicated: row.deduplicated };
+  }
+
+  /** Whether a job sent now with these options is ready at once (so worth a wake-up). */
+  private readyNow(runAt: Date | null, delayMs: number | null): boolean {
+    if (delayMs !== null && delayMs > 0) return false;
+    return runAt === null || runAt.getTime() <= (this.config.now() ?? new Date()).getTime();
   }
 
   /**
@@ -50,6 +61,8 @@ export class Jobs {
     if (!Array.isArray(items)) throw new ValidationError('items must be an array', 'items');
     if (items.length === 0) return [];
     if (items.length > MAX_BATCH) throw new ValidationError(`at most ${MAX_BATCH} items per call, got ${items.length}`, 'items');
+    // The batch goes to the server as one JSON array, written here item by item: each
+    // payload is serialized once (and checked for size), never parsed back.
     const rows = items.map((item, i) => {
       if (item === null || typeof item !== 'object') throw new ValidationError(`items[${i}] must be an object with a data field`, `items[${i}]`);
       const { data, ...rest } = item;
@@ -60,22 +73,20 @@ export class Jobs {
         if (err instanceof ValidationError) throw new ValidationError(`items[${i}]: ${err.message}`, `items[${i}].${err.field}`);
         throw err;
       }
-      return {
-        data: JSON.parse(serializePayload(data === undefined ? null : data, this.config.maxPayloadBytes, `items[${i}].data`)),
-        key: o.key,
-        singleton_key: o.singletonKey,
-        run_at: o.runAt?.toISOString() ?? null,
-        delay_ms: o.delayMs,
-        priority: o.priority,
-        max_attempts: o.maxAttempts,
-      };
+      const json = serializePayload(data === undefined ? null : data, this.config.maxPayloadBytes, `items[${i}].data`);
+      return (
+        `{"data":${json},"key":${JSON.stringify(o.key)},"singleton_key":${JSON.stringify(o.singletonKey)},` +
+        `"run_at":${JSON.stringify(o.runAt?.toISOString() ?? null)},"delay_ms":${JSON.stringify(o.delayMs)},` +
+        `"priority":${JSON.stringify(o.priority)},"max_attempts":${JSON.stringify(o.maxAttempts)}}`
+      );
     });
     await this.ready();
     const result = await this.db.run(
       'JobSendMany',
-      [queue, JSON.stringify(rows), this.config.now(), this.config.notify],
+      [queue, `[${rows.join(',')}]`, this.config.now(), this.config.notify && opts.client !== undefined],
       opts.client,
     );
+    if (this.config.notify && !opts.client) this.config.waker.wake(queue);
     return result.map((r) => ({ id: String(r.id), deduplicated: r.deduplicated }));
   }
 
@@ -84,7 +95,7 @@ export class Jobs {
     validateQueueName(queue);
     const limit = validateInt(max, 'max', { min: 1, max: 1000 }) ?? 1;
     await this.ready();
-    const rows = await this.db.run('JobClaim', [queue, limit, workerId, this.config.now()]);
+    const rows = await this.db.run('JobClaim', [queue, limit, workerId, this.config.now(), 0]);
     return rows.map((r) => ({ ...toJob<T>(r), leaseToken: r.lease_token as string }));
   }
 

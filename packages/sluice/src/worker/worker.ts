@@ -5,14 +5,21 @@
  *
  *   running ──stop()──▶ stopping ──in-flight done (or timeout: abort, release)──▶ stopped
  *
- * While running, the claim loop asks for as many jobs as the local seatbelt
- * (`concurrency`) has free slots. A claim that returns fewer jobs than asked marks the
- * worker idle: it then waits for a wake-up (a notification on insert or freed capacity,
- * or the poll timer) before claiming again. A claim that fails (connection lost,
- * statement timeout) claims nothing — fail closed — and is retried after a backoff.
+ * While running, the claim loop asks for the free slots of the local seatbelt
+ * (`concurrency`) plus a few jobs ahead (`prefetch`), held in a local buffer and started
+ * as slots free up, so the next claim's round trip overlaps the jobs in hand. Jobs are
+ * claimed ahead only while they finish faster than a claim round trip (estimated from
+ * recent handler run times and claim times): slow jobs are never hoarded. One claim is
+ * in flight at a time, and it carries the results buffered since the last one.
+ *
+ * A claim that returns fewer jobs than asked marks the worker idle: it then waits for a
+ * wake-up (a notification on insert or freed capacity, or the poll timer) before claiming
+ * again. A claim that fails (connection lost, statement timeout) claims nothing — fail
+ * closed — and is retried after a backoff.
  *
  * Each job runs with an AbortSignal that fires when its lease is lost (the lease ran out
- * locally, a heartbeat found the token gone) or when a stop times out. Results go to the
+ * locally, a heartbeat found the token gone) or when a stop times out. A buffered job
+ * whose lease is half spent is given back instead of started. Results go to the
  * completer, which writes them in batches, fenced by the claim's lease token.
  */
 import { randomBytes } from 'node:crypto';
@@ -25,11 +32,17 @@ import { rowFromJson, toJob } from '../queue/rows.js';
 import { serializePayload, validateInt } from '../queue/validate.js';
 import type { Job, Logger } from '../types.js';
 import { Completer, type Completion } from './completer.js';
+import { JobAbort, LeaseGroup, extendLease, releaseLease, type Leased } from './lease.js';
 import type { Metrics } from '../metrics.js';
 
 export interface WorkOptions {
   /** Local seatbelt: at most this many jobs run at once in this worker. Default 10. */
   concurrency?: number;
+  /**
+   * At most this many jobs claimed ahead of free slots, while jobs finish faster than a
+   * claim round trip. Default: `concurrency`; 0 claims only for free slots.
+   */
+  prefetch?: number;
   /** Claim at least this often even without notifications. Default 1000. */
   pollIntervalMs?: number;
   /** Recorded on each claimed job and in its error history. Default host:pid:random. */
@@ -39,7 +52,7 @@ export interface WorkOptions {
 export interface JobContext<T = unknown> {
   job: Job<T>;
   /** Aborts when the lease is lost or the worker stops without waiting for the job. */
-  signal: AbortSignal;
+  readonly signal: AbortSignal;
   /** Extend the lease (by the queue's `leaseSeconds`, or `seconds`). Throws `LeaseLostError` if it is gone. */
   heartbeat(seconds?: number): Promise<void>;
 }
@@ -58,36 +71,51 @@ export interface WorkerDeps {
   onStopped: (worker: Worker) => void;
 }
 
-interface Running {
+/** A claimed job waiting in the local buffer. */
+interface Claimed {
+  row: any;
+  group: LeaseGroup;
+  leaseMs: number;
+}
+
+interface Running extends Leased {
   job: Job;
   token: string;
-  controller: AbortController;
-  leaseTimer: NodeJS.Timeout | null;
   settled: Promise<void>;
   released: boolean;
 }
 
 type WorkerState = 'running' | 'stopping' | 'stopped';
 
+/** Weight of the newest sample in the running averages of handler and claim times. */
+const EWMA_WEIGHT = 0.2;
+
 export class Worker {
   readonly queue: string;
   readonly workerId: string;
   readonly concurrency: number;
+  readonly prefetch: number;
   private readonly pollIntervalMs: number;
   private state: WorkerState = 'running';
   private readonly running = new Map<string, Running>();
+  private buffer: Claimed[] = [];
   private readonly completer: Completer;
   private claiming: Promise<void> | null = null;
   private claimAgain = false;
   private tickScheduled = false;
   private idle = false;
+  private aheadPaused = false;
   private claimFailures = 0;
   private claims = 0;
+  private handlerMs = Number.NaN;
+  private claimMs = Number.NaN;
   private pollTimer: NodeJS.Timeout | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
   private slotFreed: (() => void) | null = null;
+  private readonly pickupDelay: { observe(v: number): void };
+  private readonly runDuration: { observe(v: number): void };
 
   constructor(
     private readonly deps: WorkerDeps,
@@ -97,11 +125,14 @@ export class Worker {
   ) {
     this.queue = queue;
     this.concurrency = validateInt(opts.concurrency, 'concurrency', { min: 1, max: 10_000 }) ?? 10;
+    this.prefetch = validateInt(opts.prefetch, 'prefetch', { min: 0, max: 10_000 }) ?? this.concurrency;
     this.pollIntervalMs = validateInt(opts.pollIntervalMs, 'pollIntervalMs', { min: 10 }) ?? 1000;
     if (opts.workerId !== undefined && (typeof opts.workerId !== 'string' || opts.workerId.length === 0 || opts.workerId.length > 200)) {
       throw new ValidationError('workerId must be a non-empty string of at most 200 characters', 'workerId');
     }
     this.workerId = opts.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.pickupDelay = deps.metrics.pickupDelay.labels(queue);
+    this.runDuration = deps.metrics.runDuration.labels(queue);
     this.completer = new Completer(deps.db, deps, {
       completed: (ids) => deps.emit('completed', { queue, ids }),
       failed: (jobs) => this.onFailed(jobs),
@@ -130,7 +161,7 @@ export class Worker {
 
   /** True while the worker waits for a wake-up: its last claim found nothing claimable. */
   get isIdle(): boolean {
-    return this.state === 'running' && this.idle && !this.claiming;
+    return this.state === 'running' && this.idle && !this.claiming && this.buffer.length === 0;
   }
 
   /** Claims this worker has completed (whatever they returned), for monitoring and tests. */
@@ -148,6 +179,7 @@ export class Worker {
   /** Something may be claimable: a notification, the poll timer, a freed slot. */
   private wake(): void {
     this.idle = false;
+    this.aheadPaused = false;
     this.pump();
   }
 
@@ -170,7 +202,21 @@ export class Worker {
     if (!this.claimSoon()) this.completer.flushSoon();
   }
 
-  /** Starts a claim (carrying the buffered completions) and says whether it did. */
+  /**
+   * Jobs to hold ahead of free slots: about as many as this worker finishes during one
+   * claim round trip, so the buffer runs dry just as the next claim answers.
+   */
+  private ahead(): number {
+    if (this.prefetch === 0 || this.aheadPaused || !(this.handlerMs >= 0) || !(this.claimMs > 0)) return 0;
+    const finishedPerClaim = (this.concurrency * this.claimMs) / Math.max(this.handlerMs, 0.001);
+    return Math.min(this.prefetch, Math.round(finishedPerClaim));
+  }
+
+  /**
+   * Starts a claim (carrying the buffered completions) and says whether it did. With jobs
+   * held ahead, the buffer covers the free slots for a while: refill once it is half
+   * spent rather than claim a sliver for every job that ends.
+   */
   private claimSoon(): boolean {
     if (this.state !== 'running' || this.idle || this.retryTimer) return false;
     if (this.claiming) {
@@ -178,21 +224,26 @@ export class Worker {
       return false;
     }
     const free = this.concurrency - this.running.size;
-    if (free <= 0) return false;
+    const ahead = this.ahead();
+    const want = free + ahead - this.buffer.length;
+    if (want <= 0 || (this.buffer.length > 0 && want < Math.ceil(ahead / 2))) return false;
+    const forSlots = Math.max(0, free - this.buffer.length);
     this.claimAgain = false;
-    this.claiming = this.claim(free, this.completer.takeCompletions()).finally(() => {
+    this.claiming = this.claim(forSlots, want - forSlots, this.completer.takeCompletions()).finally(() => {
       this.claiming = null;
       if (this.claimAgain) {
         this.claimAgain = false;
         this.idle = false;
       }
-      this.pump();
+      // After the tick: jobs just started that end at once are then counted as free.
+      this.afterTick();
     });
     return true;
   }
 
-  private async claim(limit: number, completions: Completion[]): Promise<void> {
+  private async claim(forSlots: number, ahead: number, completions: Completion[]): Promise<void> {
     let rows: any[];
+    const sentAt = performance.now();
     try {
       if (completions.length > 0) {
         const result = await this.deps.db.run('JobCompleteAndClaim', [
@@ -202,13 +253,14 @@ export class Worker {
           this.deps.now(),
           this.deps.notify,
           this.queue,
-          limit,
+          forSlots,
           this.workerId,
+          ahead,
         ]);
         this.completer.settle(completions, new Set<string>((result[0]?.completed ?? []).map(String)));
         rows = result.filter((r) => r.job).map((r) => rowFromJson(r.job));
       } else {
-        rows = await this.deps.db.run('JobClaim', [this.queue, limit, this.workerId, this.deps.now()]);
+        rows = await this.deps.db.run('JobClaim', [this.queue, forSlots, this.workerId, this.deps.now(), ahead]);
       }
       this.claimFailures = 0;
       this.claims++;
@@ -225,42 +277,69 @@ export class Worker {
       }, delayMs);
       return;
     }
-    if (rows.length < limit) this.idle = true;
+    this.claimMs = ewma(this.claimMs, performance.now() - sentAt);
+    // Fewer than the free slots: nothing claimable until a wake-up. Fewer than asked
+    // ahead (few jobs left, or a busy cap): claim for free slots only until a job ends.
+    if (rows.length < forSlots) this.idle = true;
+    else if (rows.length < forSlots + ahead) this.aheadPaused = true;
     if (this.state !== 'running') {
       // Stop began while the claim was in flight: give the jobs straight back.
       await Promise.all(rows.map((r) => this.release(String(r.id), r.lease_token)));
       return;
     }
-    for (const row of rows) this.run(row);
+    if (rows.length === 0) return;
+    // Every row of one claim has the same lease; counting it from when the claim was sent
+    // errs on the early side.
+    const leaseMs = rows[0].lease_expires_at.getTime() - rows[0].started_at.getTime();
+    const group = new LeaseGroup(sentAt + leaseMs);
+    for (const row of rows) this.buffer.push({ row, group, leaseMs });
+    this.fill();
   }
 
-  private run(row: any): void {
+  /** Start buffered jobs while slots are free. */
+  private fill(): void {
+    while (this.running.size < this.concurrency && this.buffer.length > 0 && this.state === 'running') {
+      const claimed = this.buffer.shift()!;
+      if (claimed.group.deadline - performance.now() < claimed.leaseMs / 2) {
+        // Waited too long behind slow jobs: let another worker have it with a full lease.
+        void this.release(String(claimed.row.id), claimed.row.lease_token);
+        continue;
+      }
+      this.run(claimed);
+    }
+  }
+
+  private run({ row, group, leaseMs }: Claimed): void {
     const job = toJob(row);
-    const token: string = row.lease_token;
-    const controller = new AbortController();
-    const entry: Running = { job, token, controller, leaseTimer: null, settled: Promise.resolve(), released: false };
-    const leaseMs = row.lease_expires_at.getTime() - row.started_at.getTime();
-    const armLease = (ms: number) => {
-      if (entry.leaseTimer) clearTimeout(entry.leaseTimer);
-      entry.leaseTimer = setTimeout(() => controller.abort(new LeaseLostError(job.id)), ms);
-    };
-    armLease(leaseMs);
-    const ctx = {
+    const entry: Running = {
+      jobId: job.id,
       job,
-      signal: controller.signal,
+      token: row.lease_token,
+      abort: new JobAbort(),
+      group: null,
+      ownTimer: null,
+      settled: Promise.resolve(),
+      released: false,
+    };
+    group.add(entry);
+    const ctx: JobContext = {
+      job,
+      get signal() {
+        return entry.abort.signal;
+      },
       heartbeat: async (seconds?: number) => {
         const s = validateInt(seconds, 'seconds', { min: 1, max: 7 * 24 * 3600 });
-        const [r] = await this.deps.db.run('JobHeartbeat', [job.id, token, s, this.deps.now()]);
+        const [r] = await this.deps.db.run('JobHeartbeat', [job.id, entry.token, s, this.deps.now()]);
         if (!r) {
           const err = new LeaseLostError(job.id);
-          controller.abort(err);
+          entry.abort.abort(err);
           throw err;
         }
-        armLease(s !== null ? s * 1000 : leaseMs);
+        extendLease(entry, s !== null ? s * 1000 : leaseMs);
       },
     };
     this.running.set(job.id, entry);
-    this.deps.metrics.pickupDelay.observe({ queue: this.queue }, Math.max(0, (row.started_at.getTime() - row.run_at.getTime()) / 1000));
+    this.pickupDelay.observe(Math.max(0, (row.started_at.getTime() - row.run_at.getTime()) / 1000));
     entry.settled = this.execute(entry, ctx);
   }
 
@@ -282,10 +361,14 @@ export class Worker {
     } catch (err) {
       if (!entry.released) this.completer.fail({ id: job.id, token, error: errorRecord(err) });
     } finally {
-      this.deps.metrics.runDuration.observe({ queue: this.queue }, (performance.now() - started) / 1000);
-      if (entry.leaseTimer) clearTimeout(entry.leaseTimer);
+      const ms = performance.now() - started;
+      this.handlerMs = ewma(this.handlerMs, ms);
+      this.aheadPaused = false;
+      this.runDuration.observe(ms / 1000);
+      releaseLease(entry);
       this.running.delete(job.id);
       this.slotFreed?.();
+      this.fill();
       this.afterTick();
     }
   }
@@ -304,10 +387,10 @@ export class Worker {
   }
 
   /**
-   * Stop claiming, let in-flight jobs finish and write their results. After `timeoutMs`
-   * (default 30 s) the jobs still running are aborted and released back to pending
-   * (their attempt is not counted); a handler that ignores its signal is left to end on
-   * its own, and its result is fenced out.
+   * Stop claiming and give back the jobs claimed ahead, let in-flight jobs finish and
+   * write their results. After `timeoutMs` (default 30 s) the jobs still running are
+   * aborted and released back to pending (their attempt is not counted); a handler that
+   * ignores its signal is left to end on its own, and its result is fenced out.
    */
   stop({ timeoutMs = 30_000 }: { timeoutMs?: number } = {}): Promise<void> {
     this.stopping ??= this.doStop(timeoutMs).finally(() => this.deps.onStopped(this));
@@ -320,6 +403,8 @@ export class Worker {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     this.unsubscribe?.();
+    const buffered = this.buffer.splice(0);
+    const givenBack = Promise.all(buffered.map((c) => this.release(String(c.row.id), c.row.lease_token)));
     const deadline = Date.now() + timeoutMs;
     while (this.running.size > 0 && Date.now() < deadline) {
       await new Promise<void>((resolve) => {
@@ -333,17 +418,22 @@ export class Worker {
     }
     // Wait for a claim that was already in flight when stop began.
     await this.claiming;
+    await givenBack;
     const leftovers = [...this.running.values()];
     for (const entry of leftovers) {
       entry.released = true;
-      if (entry.leaseTimer) clearTimeout(entry.leaseTimer);
-      entry.controller.abort(new Error('worker stopped before the job finished'));
+      releaseLease(entry);
+      entry.abort.abort(new Error('worker stopped before the job finished'));
     }
     await Promise.all(leftovers.map((e) => this.release(e.job.id, e.token)));
     this.completer.flushSoon();
     await this.completer.drain();
     this.state = 'stopped';
   }
+}
+
+function ewma(average: number, sample: number): number {
+  return Number.isNaN(average) ? sample : average + EWMA_WEIGHT * (sample - average);
 }
 
 function errorRecord(err: unknown): { message: string; name?: string; stack?: string } {
