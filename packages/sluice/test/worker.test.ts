@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { waitFor } from '@sluice/testkit';
 import { LeaseLostError, type Job } from '../src/index.js';
-import { makeSluice, uniqueQueue } from './helpers.js';
+import { makeSluice, sqlClient, uniqueQueue } from './helpers.js';
 
 test('a worker runs jobs, stores their results and emits completed', async () => {
   const sluice = await makeSluice();
@@ -264,6 +264,26 @@ test('wake-ups: with notifications on, an idle worker picks up a new job without
   const { id } = await sluice.send(q, {});
   await waitFor(() => seen.includes(id), { message: 'job picked up by notification', timeoutMs: 20_000 });
   await worker.stop();
+});
+
+test('wake-ups: overlapping sends are announced after their commits, a few notifications for many jobs', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  const listener = await sqlClient();
+  let notifications = 0;
+  listener.on('notification', (n) => {
+    if (n.payload === q) notifications++;
+  });
+  await listener.query('LISTEN "sluice:sluice"');
+  let done = 0;
+  const worker = sluice.work(q, { concurrency: 10, pollIntervalMs: 3_600_000 }, () => void done++);
+  await waitFor(() => worker.isIdle, { message: 'worker idle' });
+  // 200 sends at once share 10 connections: most overlap another send of this client.
+  await Promise.all(Array.from({ length: 200 }, (_, i) => sluice.send(q, i)));
+  await waitFor(() => done === 200, { message: 'all 200 picked up without a poll', timeoutMs: 60_000 });
+  await worker.stop();
+  assert.ok(notifications >= 1 && notifications < 100, `${notifications} notifications for 200 sends`);
 });
 
 test('wake-ups: with notifications off, polling alone drains the queue (as behind PgBouncer in transaction mode)', async () => {

@@ -23,6 +23,9 @@ const MANY_ITEM_FIELDS = new Set(['data', 'key', 'singletonKey', 'runAt', 'delay
 const MAX_BATCH = 10_000;
 
 export class Jobs {
+  /** Sends of this client waiting for the database (outside callers' transactions too). */
+  private sendsInFlight = 0;
+
   constructor(
     private readonly db: Db,
     private readonly config: JobsConfig,
@@ -35,13 +38,21 @@ export class Jobs {
     const o = validateSendOptions(rest);
     const json = serializePayload(data === undefined ? null : data, this.config.maxPayloadBytes);
     await this.ready();
-    const notifyInside = this.config.notify && client !== undefined;
-    const [row] = await this.db.run(
-      'JobSend',
-      [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), notifyInside],
-      client as Queryable | undefined,
-    );
-    if (this.config.notify && !client && !row.deduplicated && this.readyNow(o.runAt, o.delayMs)) this.config.waker.wake(queue);
+    // A lone send notifies in its own transaction (the quickest wake-up); sends that
+    // overlap leave it to the waker, so their commits are not serialized (see waker.ts).
+    const inside = client !== undefined || this.sendsInFlight === 0;
+    this.sendsInFlight++;
+    let row;
+    try {
+      [row] = await this.db.run(
+        'JobSend',
+        [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), this.config.notify && inside],
+        client as Queryable | undefined,
+      );
+    } finally {
+      this.sendsInFlight--;
+    }
+    if (this.config.notify && !inside && !row.deduplicated && this.readyNow(o.runAt, o.delayMs)) this.config.waker.wake(queue);
     return { id: String(row.id), deduplicated: row.deduplicated };
   }
 
@@ -81,12 +92,15 @@ export class Jobs {
       );
     });
     await this.ready();
-    const result = await this.db.run(
-      'JobSendMany',
-      [queue, `[${rows.join(',')}]`, this.config.now(), this.config.notify && opts.client !== undefined],
-      opts.client,
-    );
-    if (this.config.notify && !opts.client) this.config.waker.wake(queue);
+    const inside = opts.client !== undefined || this.sendsInFlight === 0;
+    this.sendsInFlight++;
+    let result;
+    try {
+      result = await this.db.run('JobSendMany', [queue, `[${rows.join(',')}]`, this.config.now(), this.config.notify && inside], opts.client);
+    } finally {
+      this.sendsInFlight--;
+    }
+    if (this.config.notify && !inside) this.config.waker.wake(queue);
     return result.map((r) => ({ id: String(r.id), deduplicated: r.deduplicated }));
   }
 

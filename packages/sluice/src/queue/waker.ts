@@ -1,13 +1,15 @@
 /**
- * Wake-ups for jobs sent outside a caller's transaction, sent after the insert commits.
+ * Wake-ups for jobs sent while other sends of the same client are in flight, sent after
+ * the insert commits.
  *
  * A transaction that notifies takes a cluster-wide lock at commit and holds it through
  * its WAL flush, so notifying inside every send serializes concurrent producers' commits
  * (they can no longer share a flush). Notifying afterwards, from a statement that writes
  * nothing, keeps sends committing in groups; and with at most one wake-up in flight per
  * queue plus one to follow, a burst of sends costs a handful of notifications instead of
- * one each. A send inside the caller's transaction still notifies in that transaction:
- * only its commit may make the job visible.
+ * one each. A lone send, and a send inside the caller's transaction, notify in their own
+ * transaction: the first because it is the quickest wake-up and contends with nothing,
+ * the second because only the caller's commit may make the job visible.
  */
 import type { Db } from '../db/db.js';
 import type { Logger } from '../types.js';
