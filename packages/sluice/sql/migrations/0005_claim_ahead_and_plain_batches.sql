@@ -129,8 +129,9 @@ BEGIN
   )
   SELECT coalesce(array_agg(done.id), '{}') INTO v_done FROM done;
 
+  -- The completed ids ride on the first row only: the client parses them once.
   RETURN QUERY
-  SELECT v_done, to_jsonb(c) || jsonb_build_object('id', c.id::text)
+  SELECT CASE WHEN row_number() OVER () = 1 THEN v_done END, to_jsonb(c) || jsonb_build_object('id', c.id::text)
   FROM :SCHEMA.claim(p_queue, p_limit, p_worker_id, p_now, p_ahead) c;
   GET DIAGNOSTICS v_claimed = ROW_COUNT;
   IF v_claimed = 0 THEN

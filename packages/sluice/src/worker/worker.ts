@@ -257,7 +257,7 @@ export class Worker {
           this.workerId,
           ahead,
         ]);
-        this.completer.settle(completions, new Set<string>((result[0]?.completed ?? []).map(String)));
+        this.completer.settle(completions, new Set<string>((result.find((r) => r.completed)?.completed ?? []).map(String)));
         rows = result.filter((r) => r.job).map((r) => rowFromJson(r.job));
       } else {
         rows = await this.deps.db.run('JobClaim', [this.queue, forSlots, this.workerId, this.deps.now(), ahead]);
