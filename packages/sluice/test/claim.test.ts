@@ -149,6 +149,28 @@ test('perKeyConcurrency and a global cap together; jobs without a key take their
   assert.ok(byKey(null) >= 1);
 });
 
+test('per-key claims: a batch takes one turn per key across many keys, fills up when keys are few, and finds a lone keyless job behind a keyed backlog', async () => {
+  const sluice = await makeSluice();
+  const many = uniqueQueue();
+  await sluice.queues.put(many, { perKeyConcurrency: 5 });
+  await sluice.sendMany(many, Array.from({ length: 5000 }, (_, i) => ({ data: i, key: `k${i % 100}` })));
+  const spread = await sluice.claim(many, { max: 20 });
+  assert.equal(spread.length, 20);
+  assert.equal(new Set(spread.map((j) => j.key)).size, 20, 'twenty keys, one job each');
+
+  const few = uniqueQueue();
+  await sluice.queues.put(few, { perKeyConcurrency: 5 });
+  await sluice.sendMany(few, Array.from({ length: 400 }, (_, i) => ({ data: i, key: `k${i % 4}` })));
+  const full = await sluice.claim(few, { max: 20 });
+  assert.equal(full.length, 20);
+  for (const k of ['k0', 'k1', 'k2', 'k3']) assert.equal(full.filter((j) => j.key === k).length, 5);
+
+  await sluice.send(many, 'no key');
+  // One turn for each of the 100 keys, then the keyless job's (it is the newest).
+  const next = await sluice.claim(many, { max: 101 });
+  assert.ok(next.some((j) => j.key === null), 'the keyless job takes its turn');
+});
+
 test('a paused queue accepts jobs but hands none out until resumed', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();

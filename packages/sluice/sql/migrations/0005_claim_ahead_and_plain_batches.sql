@@ -72,19 +72,27 @@ BEGIN
       SELECT j.key, count(*) AS n FROM :SCHEMA.job j
       WHERE j.queue = p_queue AND j.state = 'active' AND j.key IS NOT NULL
       GROUP BY j.key
+    ), open_keys AS (
+      SELECT k.key, q.per_key_concurrency - coalesce(r.n, 0) AS free
+      FROM keys k LEFT JOIN running r ON r.key = k.key
+      WHERE k.key IS NOT NULL AND q.per_key_concurrency - coalesce(r.n, 0) > 0
+    ), share AS (
+      -- Each open key offers only its round-robin share of this claim (one more than an
+      -- even split), not its whole free capacity: with many keys, that is the difference
+      -- between reading v_limit candidates and reading keys × per_key_concurrency.
+      SELECT v_limit / greatest(count(*), 1) + 1 AS per_key FROM open_keys
     ), candidates AS (
       SELECT c.id, c.priority, c.run_at, c.rn
-      FROM keys k
-      LEFT JOIN running r ON r.key = k.key
+      FROM open_keys k
+      CROSS JOIN share s
       CROSS JOIN LATERAL (
         SELECT j.id, j.priority, j.run_at,
                row_number() OVER (ORDER BY j.priority DESC, j.run_at, j.id) AS rn
         FROM :SCHEMA.job j
         WHERE j.queue = p_queue AND j.state = 'pending' AND j.key = k.key AND j.run_at <= v_now
         ORDER BY j.priority DESC, j.run_at, j.id
-        LIMIT greatest(q.per_key_concurrency - coalesce(r.n, 0), 0)
+        LIMIT least(k.free, s.per_key)
       ) c
-      WHERE k.key IS NOT NULL
       UNION ALL
       -- Jobs without a key are not limited per key; they take their turn as one more key.
       SELECT u.id, u.priority, u.run_at, row_number() OVER (ORDER BY u.priority DESC, u.run_at, u.id)
@@ -225,6 +233,13 @@ BEGIN
     PERFORM pg_notify(':CHANNEL', p_queue);
   END IF;
 END $$;
+
+-- A per-key claim also offers jobs without a key (one more turn in the round-robin).
+-- Found through job_ready_idx, that search read past every pending keyed job when there
+-- were none: O(backlog) per claim. This index holds only keyless pending jobs, so the
+-- search is a probe whatever the backlog; it costs an index entry per keyless send.
+CREATE INDEX job_keyless_pending_idx ON :SCHEMA.job (queue, priority DESC, run_at, id)
+  WHERE state = 'pending' AND key IS NULL;
 
 -- Every claim and completion leaves dead entries in the claim's partial indexes, and the
 -- claim walks past them until a vacuum removes them. The default trigger (20% of the
