@@ -11,6 +11,7 @@ export type { Saboteur, SabotageCandidate, RejectedAttempt } from './sabotage/sa
 export { LlmSaboteur, buildPrompt, parseReply } from './sabotage/llm-saboteur.js';
 export { ChatClient, type ChatClientOptions, type ChatMessage } from './sabotage/chat-client.js';
 export { MutationSaboteur, type MutationSaboteurOptions } from './sabotage/mutation/mutation-saboteur.js';
+export { sweepStale, DEFAULT_STALE_AFTER_MS, type SweepOptions, type SweepResult } from './database/sweep.js';
 export { loadChallenge, saveSabotage, SABOTAGED_DIR, SABOTAGE_FILE, type LoadedChallenge } from './challenge.js';
 export * from './errors.js';
 export type * from './types.js';

@@ -42,6 +42,17 @@ export interface EngineOptions {
    * toolchain is readable by others, else `self`, with a warning.
    */
   sandboxHostUser?: 'unprivileged' | 'self';
+  /**
+   * Memory each sandboxed process may allocate (RLIMIT_DATA, in MiB); Node's heap gets
+   * half of it (--max-old-space-size) so it ends with a clear "heap out of memory".
+   * Default 512.
+   */
+  memoryLimitMb?: number;
+  /**
+   * Processes and threads a run may have at once (RLIMIT_NPROC inside the sandbox; Node
+   * alone has about a dozen threads). Default 32.
+   */
+  maxProcesses?: number;
   /** Captured output beyond this is cut. Default 65 536. */
   outputLimitBytes?: number;
   /** Each test's own time limit (Jest's testTimeout, pytest-timeout, statement_timeout). Default min(5 000, timeoutMs / 2). */
@@ -55,6 +66,8 @@ export interface EngineOptions {
 export const DEFAULT_TIMEOUT_MS = 30_000;
 export const DEFAULT_OUTPUT_LIMIT_BYTES = 64 * 1024;
 export const MAX_TIMEOUT_MS = 10 * 60_000;
+export const DEFAULT_MEMORY_LIMIT_MB = 512;
+export const DEFAULT_MAX_PROCESSES = 32;
 
 export function perTestTimeoutMs(timeoutMs: number, options: EngineOptions): number {
   const wanted = options.perTestTimeoutMs ?? Math.min(5_000, Math.floor(timeoutMs / 2));

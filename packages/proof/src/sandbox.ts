@@ -2,13 +2,35 @@
  * Isolation for untrusted code: bubblewrap with no network, a read-only system, its own
  * pid namespace, an unprivileged uid and --die-with-parent. When bubblewrap does not
  * work here the engine refuses to run untrusted code unless told otherwise on purpose.
+ *
+ * Resource limits are rlimits set by util-linux `prlimit` as the first command inside
+ * the sandbox, because they need nothing from the host and leave nothing behind:
+ * - Memory: RLIMIT_DATA (private writable memory of each process), which Node, Python
+ *   and native code all respect. Not RLIMIT_AS: V8 and wasm reserve large virtual
+ *   ranges, and Node aborts at start under RLIMIT_AS of 1 GiB. Node's heap also gets
+ *   --max-old-space-size (half the limit), so it dies with a plain "heap out of memory".
+ * - Processes: RLIMIT_NPROC, counted per uid within the run's own user namespace, so
+ *   each run has its own budget (measured: two runs of 51 processes under a limit of
+ *   64 each both succeed). The kernel does not apply it to a process whose uid is 0 on
+ *   the host, so it only holds when bubblewrap runs as the unprivileged uid (the
+ *   default as root, `sandboxHostUser: 'unprivileged'`); with `self` a warning says so.
+ * - RLIMIT_CORE 0 and RLIMIT_FSIZE, so a crash or a runaway file cannot fill the disk in one go.
+ * No lower CPU priority (nice): on a busy host it starved ordinary runs into timeouts;
+ * spinning code is bounded by maxProcesses and the hard timeout instead.
+ * Not cgroups: on the machine this was measured on, cgroup v2 has neither the memory nor
+ * the pids controller and the v1 hierarchies belong to whoever manages the container;
+ * rlimits hold on any Linux host, need no root and leave nothing to clean up after a
+ * crash. Because they are per process, a run's worst case is maxProcesses × memoryLimitMb
+ * of memory (a cgroup would bound the sum); a usual run is one runner process, far below.
  */
 import { execFile } from 'node:child_process';
-import { chown, lstat, readdir, readlink, realpath, stat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { chown, readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { SandboxUnavailableError } from './errors.js';
-import type { EngineOptions, Logger } from './options.js';
+import { InvalidInputError, SandboxUnavailableError } from './errors.js';
+import { DEFAULT_MAX_PROCESSES, DEFAULT_MEMORY_LIMIT_MB, type EngineOptions, type Logger } from './options.js';
+import { procCoverArgs, systemMountArgs } from './sandbox-mounts.js';
 import { jestToolchain } from './toolchain.js';
 
 const execFileAsync = promisify(execFile);
@@ -30,16 +52,25 @@ export interface SandboxRequest {
   readOnlyPaths: string[];
 }
 
+export interface ResourceLimits {
+  memoryLimitMb: number;
+  maxProcesses: number;
+}
+
 export interface Sandbox {
   readonly isolated: boolean;
+  readonly limits: ResourceLimits;
   readonly uid: number | undefined;
   readonly gid: number | undefined;
   wrap(request: SandboxRequest): SandboxedCommand;
 }
 
 const NOBODY = 65534;
-// Memory-backed /tmp inside the sandbox; the workspace is the only other writable place.
+// Memory-backed /tmp and /dev/shm inside the sandbox, each this size; the workspace is the only other writable place.
 const SANDBOX_TMP_BYTES = 64 * 1024 * 1024;
+const PRLIMIT = '/usr/bin/prlimit';
+// Largest file a run may write: far above any report, far below a full disk.
+const MAX_FILE_BYTES = 256 * 1024 * 1024;
 const probes = new Map<string, Promise<string | null>>();
 
 function isRoot(): boolean {
@@ -53,10 +84,19 @@ export async function resolveSandbox(options: EngineOptions): Promise<Sandbox> {
   const uid = options.sandboxUid ?? NOBODY;
   const gid = options.sandboxGid ?? NOBODY;
   const logger = options.logger;
+  const limits = resourceLimits(options);
+  if (!existsSync(PRLIMIT)) throw new SandboxUnavailableError(`${PRLIMIT} is missing (util-linux): the engine cannot limit memory and processes`);
   if (mode !== 'none') {
     const bwrap = options.bubblewrapPath ?? 'bwrap';
     const failure = await probeBubblewrap(bwrap, uid, gid);
-    if (failure === null) return await bubblewrapSandbox(bwrap, uid, gid, await dropHostUser(options));
+    if (failure === null) {
+      const dropHost = await dropHostUser(options);
+      if (!dropHost && !warnedNproc) {
+        warnedNproc = true;
+        logger?.warn({ maxProcesses: limits.maxProcesses }, 'bubblewrap runs as root on the host: the kernel does not enforce maxProcesses for it');
+      }
+      return await bubblewrapSandbox(bwrap, uid, gid, dropHost, limits);
+    }
     if (mode === 'bubblewrap' || !allowUnsandboxed) {
       throw new SandboxUnavailableError(
         `bubblewrap is not usable here (${failure}); refusing to run untrusted code without a sandbox. ` +
@@ -67,7 +107,37 @@ export async function resolveSandbox(options: EngineOptions): Promise<Sandbox> {
   } else if (!allowUnsandboxed) {
     throw new SandboxUnavailableError('sandbox "none" was asked for but allowUnsandboxed is not set; refusing to run untrusted code without isolation');
   } else warnUnsandboxed(logger, 'sandbox "none" was asked for');
-  return unsandboxed(uid, gid, await dropHostUser(options));
+  return unsandboxed(uid, gid, await dropHostUser(options), limits);
+}
+
+let warnedNproc = false;
+let systemMounts: Promise<string[]> | undefined;
+
+function resourceLimits(options: EngineOptions): ResourceLimits {
+  const memoryLimitMb = options.memoryLimitMb ?? DEFAULT_MEMORY_LIMIT_MB;
+  const maxProcesses = options.maxProcesses ?? DEFAULT_MAX_PROCESSES;
+  // Below these a runner cannot even start (Node alone has a dozen threads and ~100 MiB).
+  if (!Number.isInteger(memoryLimitMb) || memoryLimitMb < 128) throw new InvalidInputError('memoryLimitMb must be an integer of at least 128', 'memoryLimitMb');
+  if (!Number.isInteger(maxProcesses) || maxProcesses < 16) throw new InvalidInputError('maxProcesses must be an integer of at least 16', 'maxProcesses');
+  return { memoryLimitMb, maxProcesses };
+}
+
+/**
+ * `prlimit` in front of a command: the run's rlimits, soft and hard alike, so the code
+ * cannot raise them. Without a user namespace of its own (unsandboxed) RLIMIT_NPROC would
+ * count every process of the uid on the host, other runs' included, so it is left out.
+ */
+function limited(limits: ResourceLimits, command: string, args: string[], ownUserNamespace = true): string[] {
+  const data = limits.memoryLimitMb * 1024 * 1024;
+  return [
+    ...(ownUserNamespace ? [`--nproc=${limits.maxProcesses}:${limits.maxProcesses}`] : []),
+    `--data=${data}:${data}`,
+    `--fsize=${MAX_FILE_BYTES}:${MAX_FILE_BYTES}`,
+    '--core=0:0',
+    '--',
+    command,
+    ...args,
+  ];
 }
 
 function warnUnsandboxed(logger: Logger | undefined, why: string): void {
@@ -127,14 +197,17 @@ async function reachableByOthers(path: string): Promise<boolean> {
   return true;
 }
 
-async function bubblewrapSandbox(bwrap: string, uid: number, gid: number, dropHost: boolean): Promise<Sandbox> {
-  const systemMounts = await systemMountArgs();
+async function bubblewrapSandbox(bwrap: string, uid: number, gid: number, dropHost: boolean, limits: ResourceLimits): Promise<Sandbox> {
+  systemMounts ??= systemMountArgs();
+  const mounts = await systemMounts;
+  const procCovers = procCoverArgs();
   // As root, bubblewrap itself normally runs as the unprivileged uid: the user namespace
   // then maps to that uid outside too, so the code owns nothing on the host.
   const hostUid = dropHost ? uid : undefined;
   const hostGid = dropHost ? gid : undefined;
   return {
     isolated: true,
+    limits,
     uid: hostUid,
     gid: hostGid,
     wrap(request) {
@@ -147,22 +220,28 @@ async function bubblewrapSandbox(bwrap: string, uid: number, gid: number, dropHo
         '--new-session',
         '--cap-drop', 'ALL',
         '--clearenv',
-        ...systemMounts,
+        ...mounts,
         '--proc', '/proc',
+        ...procCovers,
         '--dev', '/dev',
+        '--size', String(SANDBOX_TMP_BYTES),
+        '--tmpfs', '/dev/shm',
         '--size', String(SANDBOX_TMP_BYTES),
         '--tmpfs', '/tmp',
       ];
       for (const path of request.readOnlyPaths) args.push('--ro-bind', path, path);
       args.push('--bind', request.workspace, request.workspace, '--chdir', request.workspace);
+      // bubblewrap's own root and /dev are memory-backed and writable by the code unless made
+      // read-only: without this, writing there would take the host's memory without limit.
+      args.push('--remount-ro', '/dev', '--remount-ro', '/');
       for (const [name, value] of Object.entries(request.env)) args.push('--setenv', name, value);
-      args.push('--', request.command, ...request.args);
+      args.push('--', PRLIMIT, ...limited(limits, request.command, request.args));
       return { command: bwrap, args, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, uid: hostUid, gid: hostGid };
     },
   };
 }
 
-function unsandboxed(uid: number, gid: number, dropHost: boolean): Sandbox {
+function unsandboxed(uid: number, gid: number, dropHost: boolean, limits: ResourceLimits): Sandbox {
   // Still not root when it can be helped: a run as root could do anything on the host.
   // Only when the unprivileged uid cannot even read the toolchain does it run as root
   // (it was asked for without isolation; dropHostUser has said so in the log).
@@ -170,31 +249,13 @@ function unsandboxed(uid: number, gid: number, dropHost: boolean): Sandbox {
   const hostGid = dropHost ? gid : undefined;
   return {
     isolated: false,
+    limits,
     uid: hostUid,
     gid: hostGid,
     wrap(request) {
-      return { command: request.command, args: request.args, env: request.env, uid: hostUid, gid: hostGid };
+      return { command: PRLIMIT, args: limited(limits, request.command, request.args, false), env: request.env, uid: hostUid, gid: hostGid };
     },
   };
-}
-
-/** Read-only mounts of the system: /usr and /etc, and /bin, /lib… as the host has them (often symlinks into /usr). */
-async function systemMountArgs(): Promise<string[]> {
-  const args = ['--ro-bind', '/usr', '/usr', '--ro-bind', '/etc', '/etc'];
-  for (const name of ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32']) {
-    const path = `/${name}`;
-    try {
-      const info = await lstat(path);
-      if (info.isSymbolicLink()) args.push('--symlink', await readlink(path), path);
-      else args.push('--ro-bind', path, path);
-    } catch {
-      // Not on this system.
-    }
-  }
-  // Node may live outside /usr (nvm, /opt): mount its installation read-only too.
-  const nodePrefix = dirname(dirname(await realpath(process.execPath)));
-  if (!nodePrefix.startsWith('/usr/') && nodePrefix !== '/usr' && nodePrefix !== '/') args.push('--ro-bind', nodePrefix, nodePrefix);
-  return args;
 }
 
 /** Gives the workspace to the sandbox's uid, so the code can write its reports and caches there. */

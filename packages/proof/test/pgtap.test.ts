@@ -3,7 +3,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { prove, runSuite } from '../src/index.js';
-import { engine } from './helpers.js';
+import { engine, testAdminUrl } from './helpers.js';
 
 const ROLE = 'sluice_proof_t_pgtap';
 const options = engine(ROLE);
@@ -15,7 +15,7 @@ const add = (body: string, language = 'sql') => ({ 'solution.sql': `CREATE FUNCT
 const reasons = (v: Awaited<ReturnType<typeof prove>>) => v.reasons.map((r) => `${r.run}:${r.code}`);
 
 async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: process.env.SLUICE_TEST_ADMIN_URL });
+  const client = new pg.Client({ connectionString: testAdminUrl() });
   await client.connect();
   try {
     return await fn(client);

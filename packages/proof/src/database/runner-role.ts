@@ -13,10 +13,16 @@ import type { DatabaseOptions } from '../options.js';
 const DEFAULT_ROLE = 'sluice_proof_runner';
 const ensured = new Map<string, Promise<string>>();
 
+/** The admin URL (a role that can create roles), unless only a ready-made runner URL was given. */
+export function adminUrlOf(options: DatabaseOptions = {}): string | undefined {
+  if (options.runnerUrl && !options.adminUrl) return undefined;
+  return options.adminUrl ?? process.env.SLUICE_PROOF_ADMIN_URL ?? process.env.DATABASE_URL;
+}
+
 /** A URL of the runner role, on the admin URL's database (used to create and drop run databases). */
 export function runnerUrl(options: DatabaseOptions = {}): Promise<string> {
   if (options.runnerUrl) return Promise.resolve(options.runnerUrl);
-  const adminUrl = options.adminUrl ?? process.env.SLUICE_PROOF_ADMIN_URL ?? process.env.DATABASE_URL;
+  const adminUrl = adminUrlOf(options);
   if (!adminUrl) {
     return Promise.reject(
       new DatabaseUnavailableError('SQL runs need PostgreSQL: set DATABASE_URL (or SLUICE_PROOF_ADMIN_URL, or pass database.adminUrl / database.runnerUrl)'),

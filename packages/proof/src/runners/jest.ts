@@ -11,7 +11,7 @@ import { DEFAULT_OUTPUT_LIMIT_BYTES, perTestTimeoutMs, type EngineOptions } from
 import { runProcess } from '../process.js';
 import { handOver, type Sandbox } from '../sandbox.js';
 import { jestToolchain } from '../toolchain.js';
-import { emptyResult, withOutcome } from './result.js';
+import { emptyResult, exitProblems, withOutcome } from './result.js';
 import type { RunSuiteInput, SuiteResult, TestResult } from '../types.js';
 import { checkNpmDependencies } from './dependencies.js';
 import { uniqueId } from './ids.js';
@@ -35,6 +35,8 @@ export async function runJest(input: RunSuiteInput, workspace: string, sandbox: 
     workspace,
     command: process.execPath,
     args: [
+      // Half the memory limit for the heap: V8 then stops with "heap out of memory" before RLIMIT_DATA hits it.
+      `--max-old-space-size=${Math.floor(sandbox.limits.memoryLimitMb / 2)}`,
       toolchain.jestBin,
       '--ci',
       '--json',
@@ -52,7 +54,7 @@ export async function runJest(input: RunSuiteInput, workspace: string, sandbox: 
   const result = withOutcome(base, outcome);
   if (outcome.timedOut) return result;
   const report = await readReport(join(workspace, REPORT));
-  if (typeof report === 'string') return { ...result, problems: [report] };
+  if (typeof report === 'string') return { ...result, problems: [report, ...exitProblems(outcome, sandbox.limits)] };
   return { ...result, ...readJestReport(report, workspace) };
 }
 

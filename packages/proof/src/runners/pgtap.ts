@@ -1,8 +1,9 @@
 /**
  * pgTAP runs: a disposable database per run, created and dropped (WITH (FORCE), in a
- * `finally`) by the unprivileged runner role; `CREATE EXTENSION pgtap`; the solution
- * loaded in one transaction; each test file run statement by statement on its own
- * connection, with `statement_timeout` on every statement and a watchdog on the whole
+ * `finally`) by the unprivileged runner role, which also installs pgTAP; the candidate's
+ * SQL (solution and tests) runs as a role made for the run (database/run-role.ts),
+ * dropped in the same `finally`; the solution loaded in one transaction; each test file
+ * run statement by statement on its own connection, with `statement_timeout` on every statement and a watchdog on the whole
  * run; TAP read from the rows, assertions identified by description.
  *
  * Decision: an SQL error that escapes an assertion (the solution raised, or a statement
@@ -11,12 +12,13 @@
  * the report, and the run is incomplete: a proof rejects it. An error a test catches
  * itself (`throws_ok`, `lives_ok`) is an ordinary assertion result.
  */
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { CappedOutput, clip } from '../capped-output.js';
 import { PgtapUnavailableError, DatabaseUnavailableError } from '../errors.js';
 import { DEFAULT_OUTPUT_LIMIT_BYTES, perTestTimeoutMs, type EngineOptions } from '../options.js';
-import { runnerUrl, withDatabase } from '../database/runner-role.js';
+import { adminUrlOf, runnerUrl, withDatabase } from '../database/runner-role.js';
+import { createRunRole, dropRunRole, grantRunDatabase, runNames } from '../database/run-role.js';
+import { sweepOnce } from '../database/sweep.js';
 import type { RunSuiteInput, SuiteResult, TestResult } from '../types.js';
 import { uniqueId } from './ids.js';
 import { loadSqlParser, splitSqlScript } from './sql-script.js';
@@ -34,27 +36,40 @@ export async function runPgtap(input: RunSuiteInput, options: EngineOptions, tim
   await loadSqlParser();
   const output = new CappedOutput(options.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES);
   const maintenanceUrl = await runnerUrl(options.database);
-  const database = `sluice_proof_${randomBytes(8).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: maintenanceUrl, connectionTimeoutMillis: 10_000 });
-  try {
-    await admin.connect();
-  } catch (error) {
-    throw new DatabaseUnavailableError(`cannot connect as the runner role: ${(error as Error).message}`, { cause: error });
-  }
+  await sweepOnce(options.database, options.logger);
+  const { database, role } = runNames();
+  const admin = await connectAs(maintenanceUrl, 'the runner role');
+  const adminUrl = adminUrlOf(options.database);
+  let roleCreated = false;
+  let candidateUrl = withDatabase(maintenanceUrl, database);
   const clients = new Set<pg.Client>();
   let watchdog: NodeJS.Timeout | undefined;
   try {
+    if (adminUrl) {
+      // A little past the run's own deadline: a role a crashed engine leaves cannot log in for long.
+      const runner = decodeURIComponent(new URL(maintenanceUrl).username);
+      const password = await withAdmin(adminUrl, (client) => createRunRole(client, role, runner, timeoutMs + 60_000)).catch((error: Error) => {
+        throw error instanceof DatabaseUnavailableError
+          ? error
+          : new DatabaseUnavailableError(`cannot create the run's role (the admin URL needs CREATEROLE): ${error.message}`, { cause: error });
+      });
+      roleCreated = true;
+      const url = new URL(candidateUrl);
+      url.username = role;
+      url.password = password;
+      candidateUrl = url.toString();
+    } else warnSharedRole(options);
     try {
       await admin.query(`CREATE DATABASE ${database}`);
     } catch (error) {
       throw new DatabaseUnavailableError(`the runner role cannot create a database: ${(error as Error).message}`, { cause: error });
     }
-    // Only the owner (the runner role) and superusers may connect to a run's database.
-    await admin.query(`REVOKE CONNECT ON DATABASE ${database} FROM PUBLIC`);
+    // Only the owner (the runner role), the run's role and superusers may connect to a run's database.
+    await admin.query(`REVOKE ALL ON DATABASE ${database} FROM PUBLIC`);
     const statementMs = perTestTimeoutMs(timeoutMs, options);
-    const connect = async (): Promise<pg.Client> => {
+    const connect = async (url = candidateUrl): Promise<pg.Client> => {
       const client = new pg.Client({
-        connectionString: withDatabase(maintenanceUrl, database),
+        connectionString: url,
         connectionTimeoutMillis: 10_000,
         options: `-c statement_timeout=${statementMs} -c client_min_messages=warning`,
       });
@@ -73,12 +88,12 @@ export async function runPgtap(input: RunSuiteInput, options: EngineOptions, tim
       for (const client of clients) client.end().catch(() => undefined);
     }, timeoutMs);
 
-    const setup = await connect();
+    const owner = await connect(withDatabase(maintenanceUrl, database));
     try {
       // Installing pgTAP is the engine's work, not the code under test: only the run's limit applies.
-      await setup.query(`SET statement_timeout = ${timeoutMs}`);
-      await setup.query('CREATE EXTENSION pgtap');
-      await setup.query(`SET statement_timeout = ${statementMs}`);
+      await owner.query(`SET statement_timeout = ${timeoutMs}`);
+      await owner.query('CREATE EXTENSION pgtap');
+      if (roleCreated) await grantRunDatabase(owner, database, role);
     } catch (error) {
       if (/not available|could not open extension control file/i.test((error as Error).message)) {
         throw new PgtapUnavailableError(
@@ -87,7 +102,11 @@ export async function runPgtap(input: RunSuiteInput, options: EngineOptions, tim
         );
       }
       throw error;
+    } finally {
+      await owner.end().catch(() => undefined);
+      clients.delete(owner);
     }
+    const setup = await connect();
     for (const [path, sql] of Object.entries(input.files)) {
       const failure = await loadSolutionFile(setup, sql);
       if (failure) {
@@ -143,6 +162,10 @@ export async function runPgtap(input: RunSuiteInput, options: EngineOptions, tim
     for (const client of clients) await client.end().catch(() => undefined);
     await dropRunDatabase(admin, database, options);
     await admin.end().catch(() => undefined);
+    if (roleCreated && adminUrl) {
+      const dropped = await withAdmin(adminUrl, (client) => dropRunRole(client, role)).catch(() => false);
+      if (!dropped) options.logger?.warn({ role }, 'could not drop a run role (the next sweep will)');
+    }
   }
 
   function finish(): SuiteResult {
@@ -152,6 +175,35 @@ export async function runPgtap(input: RunSuiteInput, options: EngineOptions, tim
     if (result.timedOut) result.ran = false;
     return result;
   }
+}
+
+async function connectAs(url: string, who: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  try {
+    await client.connect();
+    return client;
+  } catch (error) {
+    await client.end().catch(() => undefined);
+    throw new DatabaseUnavailableError(`cannot connect as ${who}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/** A short admin session: the run holds no admin connection while the candidate's SQL runs. */
+async function withAdmin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = await connectAs(url, 'the admin role');
+  try {
+    return await fn(client);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+let warnedShared = false;
+
+function warnSharedRole(options: EngineOptions): void {
+  if (warnedShared) return;
+  warnedShared = true;
+  options.logger?.warn({}, 'no admin URL (only database.runnerUrl): SQL runs as the runner role itself, which can create databases; give an adminUrl for a role per run');
 }
 
 /** Loads one solution file in a transaction; returns why it failed, or null. */

@@ -13,7 +13,7 @@ import { handOver, type Sandbox } from '../sandbox.js';
 import { checkPython, SYSTEM_PYTHON } from '../toolchain.js';
 import type { RunSuiteInput, SuiteResult, TestResult } from '../types.js';
 import { checkPythonRequirements, requirementsTxt } from './dependencies.js';
-import { emptyResult, withOutcome } from './result.js';
+import { emptyResult, exitProblems, withOutcome } from './result.js';
 import { PYTEST_PLUGIN_MODULE, PYTEST_PLUGIN_SOURCE } from './pytest-plugin.js';
 
 const SUPPORT_DIR = '.sluice';
@@ -70,6 +70,7 @@ export async function runPytest(input: RunSuiteInput, workspace: string, sandbox
     lines = '';
   }
   const parsed = readPytestReport(lines);
+  if (!parsed.ran) parsed.problems.push(...exitProblems(outcome, sandbox.limits));
   return { ...result, ...parsed, timedOut: result.timedOut || parsed.timedOut, ran: parsed.ran && !outcome.timedOut };
 }
 

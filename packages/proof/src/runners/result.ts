@@ -1,4 +1,5 @@
 import type { ProcessOutcome } from '../process.js';
+import type { ResourceLimits } from '../sandbox.js';
 import type { Language, SuiteResult } from '../types.js';
 
 /** A run's result before anything has happened: not ran, no tests, nothing read. */
@@ -28,4 +29,18 @@ export function withOutcome(base: SuiteResult, outcome: ProcessOutcome): SuiteRe
     outputTruncated: outcome.outputTruncated,
     exitCode: outcome.exitCode,
   };
+}
+
+/** Why the runner process ended early, when it says so: a signal, or a limit it ran into. */
+export function exitProblems(outcome: ProcessOutcome, limits: ResourceLimits): string[] {
+  const problems: string[] = [];
+  if (outcome.timedOut) return problems;
+  if (outcome.signal) problems.push(`the runner process was killed by ${outcome.signal}`);
+  if (/heap out of memory|MemoryError|Cannot allocate memory|allocation failed/i.test(outcome.output)) {
+    problems.push(`the code ran out of memory (memoryLimitMb ${limits.memoryLimitMb})`);
+  }
+  if (/Resource temporarily unavailable|EAGAIN/.test(outcome.output)) {
+    problems.push(`the code could not start more processes (maxProcesses ${limits.maxProcesses})`);
+  }
+  return problems;
 }
