@@ -12,6 +12,77 @@
 DROP FUNCTION :SCHEMA.complete_and_claim(bigint[], uuid[], jsonb[], timestamptz, boolean, text, integer, text);
 DROP FUNCTION :SCHEMA.claim(text, integer, text, timestamptz);
 
+-- Where a per-key claim resumes its round-robin: the last key it served.
+ALTER TABLE :SCHEMA.queue ADD COLUMN key_cursor text;
+
+-- The jobs a claim takes from a queue with per_key_concurrency (called under the claim
+-- lock). Keys take turns: a round gives every key with free capacity its next job
+-- (highest priority, then oldest), walking the keys in order from just after the key the
+-- previous claim served last, with the jobs without a key taking one turn where the walk
+-- wraps around. Rounds repeat until the batch is full or a round finds nothing. A claim
+-- therefore reads about as many keys as it takes jobs, not every key with a backlog;
+-- priority orders jobs within a key, and the rotation orders the keys. No row locks are
+-- taken here: the claim lock keeps other claimers out, and the claim's UPDATE rechecks
+-- that each job is still pending (a job cancelled meanwhile is left out).
+CREATE FUNCTION :SCHEMA.pick_per_key(q :SCHEMA.queue, p_limit integer, p_now timestamptz)
+RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+  v_ids bigint[] := '{}';
+  v_keys text[] := '{}';
+  v_key text;
+  v_next text;
+  v_id bigint;
+  v_running integer;
+  v_gave integer;
+  v_last text;
+BEGIN
+  <<rounds>>
+  FOR v_round IN 1..p_limit LOOP
+    v_gave := 0;
+    -- Pass 1: keys after the cursor; pass 2: the keyless turn; pass 3: keys up to the cursor.
+    FOR v_pass IN 1..3 LOOP
+      IF v_pass = 2 THEN
+        SELECT j.id INTO v_id FROM :SCHEMA.job j
+        WHERE j.queue = q.name AND j.state = 'pending' AND j.key IS NULL AND j.run_at <= p_now
+          AND j.id <> ALL (v_ids)
+        ORDER BY j.priority DESC, j.run_at, j.id LIMIT 1;
+        IF FOUND THEN
+          v_ids := v_ids || v_id;
+          v_keys := v_keys || NULL::text;
+          v_gave := v_gave + 1;
+          EXIT rounds WHEN cardinality(v_ids) >= p_limit;
+        END IF;
+        CONTINUE;
+      END IF;
+      CONTINUE WHEN v_pass = 3 AND q.key_cursor IS NULL;
+      v_key := CASE WHEN v_pass = 1 THEN q.key_cursor END;
+      LOOP
+        -- One probe per key: its next ready job not yet taken, and its running count.
+        SELECT c.key, c.id, (SELECT count(*) FROM :SCHEMA.job a
+                             WHERE a.queue = q.name AND a.state = 'active' AND a.key = c.key)
+        INTO v_next, v_id, v_running
+        FROM (SELECT j.key, j.id FROM :SCHEMA.job j
+              WHERE j.queue = q.name AND j.state = 'pending' AND j.key IS NOT NULL
+                AND j.key > coalesce(v_key, '') AND j.run_at <= p_now AND j.id <> ALL (v_ids)
+              ORDER BY j.key, j.priority DESC, j.run_at, j.id LIMIT 1) c;
+        EXIT WHEN v_next IS NULL OR (v_pass = 3 AND v_next > q.key_cursor);
+        v_key := v_next;
+        CONTINUE WHEN v_running + coalesce(cardinality(array_positions(v_keys, v_key)), 0) >= q.per_key_concurrency;
+        v_ids := v_ids || v_id;
+        v_keys := v_keys || v_key;
+        v_gave := v_gave + 1;
+        v_last := v_key;
+        EXIT rounds WHEN cardinality(v_ids) >= p_limit;
+      END LOOP;
+    END LOOP;
+    EXIT WHEN v_gave = 0;
+  END LOOP;
+  IF v_last IS NOT NULL THEN
+    UPDATE :SCHEMA.queue SET key_cursor = v_last WHERE name = q.name;
+  END IF;
+  RETURN v_ids;
+END $$;
+
 CREATE FUNCTION :SCHEMA.claim(p_queue text, p_limit integer, p_worker_id text, p_now timestamptz, p_ahead integer DEFAULT 0)
 RETURNS SETOF :SCHEMA.job LANGUAGE plpgsql AS $$
 DECLARE
@@ -19,6 +90,7 @@ DECLARE
   v_now timestamptz := coalesce(p_now, now());
   v_limit integer := p_limit + greatest(coalesce(p_ahead, 0), 0);
   v_active integer;
+  v_ids bigint[];
 BEGIN
   SELECT * INTO q FROM :SCHEMA.queue WHERE name = p_queue;
   IF NOT FOUND OR q.paused OR v_limit <= 0 THEN
@@ -58,58 +130,14 @@ BEGIN
     )
     SELECT * FROM claimed ORDER BY priority DESC, run_at, id;
   ELSE
+    v_ids := :SCHEMA.pick_per_key(q, v_limit, v_now);
     RETURN QUERY
-    WITH RECURSIVE keys(key) AS (
-      (SELECT j.key FROM :SCHEMA.job j
-       WHERE j.queue = p_queue AND j.state = 'pending' AND j.key IS NOT NULL
-       ORDER BY j.key LIMIT 1)
-      UNION ALL
-      SELECT (SELECT j.key FROM :SCHEMA.job j
-              WHERE j.queue = p_queue AND j.state = 'pending' AND j.key > k.key
-              ORDER BY j.key LIMIT 1)
-      FROM keys k WHERE k.key IS NOT NULL
-    ), running AS (
-      SELECT j.key, count(*) AS n FROM :SCHEMA.job j
-      WHERE j.queue = p_queue AND j.state = 'active' AND j.key IS NOT NULL
-      GROUP BY j.key
-    ), open_keys AS (
-      SELECT k.key, q.per_key_concurrency - coalesce(r.n, 0) AS free
-      FROM keys k LEFT JOIN running r ON r.key = k.key
-      WHERE k.key IS NOT NULL AND q.per_key_concurrency - coalesce(r.n, 0) > 0
-    ), share AS (
-      -- Each open key offers only its round-robin share of this claim (one more than an
-      -- even split), not its whole free capacity: with many keys, that is the difference
-      -- between reading v_limit candidates and reading keys × per_key_concurrency.
-      SELECT v_limit / greatest(count(*), 1) + 1 AS per_key FROM open_keys
-    ), candidates AS (
-      SELECT c.id, c.priority, c.run_at, c.rn
-      FROM open_keys k
-      CROSS JOIN share s
-      CROSS JOIN LATERAL (
-        SELECT j.id, j.priority, j.run_at,
-               row_number() OVER (ORDER BY j.priority DESC, j.run_at, j.id) AS rn
-        FROM :SCHEMA.job j
-        WHERE j.queue = p_queue AND j.state = 'pending' AND j.key = k.key AND j.run_at <= v_now
-        ORDER BY j.priority DESC, j.run_at, j.id
-        LIMIT least(k.free, s.per_key)
-      ) c
-      UNION ALL
-      -- Jobs without a key are not limited per key; they take their turn as one more key.
-      SELECT u.id, u.priority, u.run_at, row_number() OVER (ORDER BY u.priority DESC, u.run_at, u.id)
-      FROM (SELECT j.id, j.priority, j.run_at FROM :SCHEMA.job j
-            WHERE j.queue = p_queue AND j.state = 'pending' AND j.key IS NULL AND j.run_at <= v_now
-            ORDER BY j.priority DESC, j.run_at, j.id LIMIT v_limit) u
-    ), claimed AS (
+    WITH claimed AS (
     UPDATE :SCHEMA.job j
     SET state = 'active', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
         lease_expires_at = v_now + q.lease_seconds * interval '1 second',
         started_at = v_now, worker_id = p_worker_id
-    WHERE j.id = ANY (ARRAY(
-      SELECT n.id FROM :SCHEMA.job n
-      WHERE n.id IN (SELECT c.id FROM candidates c ORDER BY c.priority DESC, c.rn, c.run_at, c.id LIMIT v_limit)
-        AND n.state = 'pending'
-      FOR UPDATE SKIP LOCKED
-    ))
+    WHERE j.id = ANY (v_ids) AND j.state = 'pending'
     RETURNING j.*
     )
     SELECT * FROM claimed ORDER BY priority DESC, run_at, id;
