@@ -11,7 +11,7 @@ import { Db } from './db/db.js';
 import { Listener } from './db/listener.js';
 import { assertSchemaCurrent, migrate, type MigrateResult } from './db/migrate.js';
 import { channelOf } from './db/sql.js';
-import { ClosedError, KeyLimitError, QueueFullError, ValidationError } from './errors.js';
+import { ClosedError, KeyLimitError, QueueFullError, SchemaVersionError, ValidationError } from './errors.js';
 import { Metrics } from './metrics.js';
 import type { Registry } from 'prom-client';
 import { Maintenance, type TickResult } from './maintenance/maintenance.js';
@@ -67,6 +67,8 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   private readonly db: Db;
   private readonly jobs: Jobs;
   private readonly waker: Waker;
+  /** Wakes the waits of `whenReady`, so `close()` ends them at once. */
+  private readonly readyWaits = new Set<() => void>();
   private readonly ownsPool: boolean;
   private readonly listener: Listener | null;
   private readonly workers = new Set<Worker>();
@@ -148,6 +150,32 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     return this.schemaChecked;
   }
 
+  /**
+   * Resolves once the schema is checked, retrying with a capped backoff while the database
+   * cannot be reached (and `stillWanted()`); rejects at once on a schema this library
+   * does not know, and when no longer wanted.
+   */
+  private async whenReady(what: string, stillWanted: () => boolean): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.ready();
+      } catch (err) {
+        if (err instanceof SchemaVersionError || this.closed || !stillWanted()) throw err;
+        const delayMs = Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
+        this.logger.warn({ err: (err as Error).message, retryInMs: delayMs }, `sluice: ${what} waits for the database`);
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            this.readyWaits.delete(done);
+            resolve();
+          };
+          const timer = setTimeout(done, delayMs);
+          this.readyWaits.add(done);
+        });
+      }
+    }
+  }
+
   /** Enqueue one job. Throws `QueueFullError`, `KeyLimitError`, `ValidationError` or `QueueNotFoundError`. */
   send<Q extends keyof Tasks & string>(queue: Q, data: Tasks[Q], opts?: SendOptions): Promise<SendResult> {
     this.assertOpen();
@@ -217,11 +245,12 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
       handler,
     );
     this.workers.add(worker);
-    // Refuse to claim against a schema this library does not know.
-    this.ready().then(
+    // Refuse to claim against a schema this library does not know; wait out a database
+    // that is not reachable yet.
+    this.whenReady(`worker for queue "${queue}"`, () => worker.isRunning).then(
       () => worker.isRunning && worker.start(),
       (err) => {
-        this.logger.error({ queue, err: (err as Error).message }, 'sluice: worker not started');
+        if (!this.closed) this.logger.error({ queue, err: (err as Error).message }, 'sluice: worker not started');
         void worker.stop({ timeoutMs: 0 });
       },
     );
@@ -281,7 +310,12 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   startMaintenance(opts: { intervalMs?: number } = {}): void {
     this.assertOpen();
     const intervalMs = validateInt(opts.intervalMs, 'intervalMs', { min: 10 }) ?? 10_000;
-    void this.ready().then(() => this.maintenance.start({ intervalMs }));
+    this.whenReady('maintenance', () => !this.closed).then(
+      () => !this.closed && this.maintenance.start({ intervalMs }),
+      (err) => {
+        if (!this.closed) this.logger.error({ err: (err as Error).message }, 'sluice: maintenance not started');
+      },
+    );
   }
 
   stopMaintenance(): Promise<void> {
@@ -297,6 +331,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   async close({ timeoutMs = 30_000 }: { timeoutMs?: number } = {}): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const wake of [...this.readyWaits]) wake();
     await Promise.all([...this.workers].map((w) => w.stop({ timeoutMs })));
     await this.maintenance.stop();
     await this.waker.drain();

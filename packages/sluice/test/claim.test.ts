@@ -171,6 +171,57 @@ test('per-key claims: a batch takes one turn per key across many keys, fills up 
   assert.ok(next.some((j) => j.key === null), 'the keyless job takes its turn');
 });
 
+test('cap slots: every way out of active frees the slot (complete, fail, cancel), and a freed slot is claimable at once', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 1, maxAttempts: 5, backoff: { baseMs: 0, maxMs: 0 } });
+  await sluice.sendMany(q, Array.from({ length: 4 }, (_, i) => ({ data: i })));
+  const held = async () => (await sluice.pool.query('SELECT count(*)::int AS n FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [q])).rows[0].n;
+  const [a] = await sluice.claim(q, { max: 5 });
+  assert.deepEqual(await sluice.claim(q, { max: 5 }), [], 'the one slot is held');
+  await sluice.complete(a!.id, a!.leaseToken);
+  const [b] = await sluice.claim(q, { max: 5 });
+  assert.ok(b, 'completing freed the slot');
+  await sluice.fail(b!.id, b!.leaseToken, { message: 'again' });
+  const [c] = await sluice.claim(q, { max: 5 });
+  assert.ok(c, 'failing freed the slot');
+  await sluice.cancel(c!.id);
+  const [d] = await sluice.claim(q, { max: 5 });
+  assert.ok(d, 'cancelling freed the slot');
+  assert.equal(await held(), 1);
+  await sluice.complete(d!.id, d!.leaseToken);
+  assert.equal(await held(), 0);
+});
+
+test('cap slots: a cap lowered below the running count drains to it; a cap set on a queue with running jobs counts them', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 4 });
+  await sluice.sendMany(q, Array.from({ length: 20 }, (_, i) => ({ data: i })));
+  const running = await sluice.claim(q, { max: 10 });
+  assert.equal(running.length, 4);
+  await sluice.queues.put(q, { concurrency: 2 });
+  await sluice.complete(running[0]!.id, running[0]!.leaseToken);
+  assert.deepEqual(await sluice.claim(q, { max: 10 }), [], '3 running, cap 2');
+  await sluice.complete(running[1]!.id, running[1]!.leaseToken);
+  await sluice.complete(running[2]!.id, running[2]!.leaseToken);
+  assert.equal((await sluice.claim(q, { max: 10 })).length, 1, '1 running, cap 2: one more');
+  assert.deepEqual(await sluice.claim(q, { max: 10 }), []);
+
+  const open = uniqueQueue();
+  await sluice.queues.put(open, {});
+  await sluice.sendMany(open, Array.from({ length: 10 }, (_, i) => ({ data: i })));
+  const before = await sluice.claim(open, { max: 3 });
+  await sluice.queues.put(open, { concurrency: 2 });
+  assert.deepEqual(await sluice.claim(open, { max: 10 }), [], 'the 3 running jobs count against the new cap of 2');
+  await sluice.complete(before[0]!.id, before[0]!.leaseToken);
+  await sluice.complete(before[1]!.id, before[1]!.leaseToken);
+  assert.equal((await sluice.claim(open, { max: 10 })).length, 1);
+  await sluice.complete(before[2]!.id, before[2]!.leaseToken);
+  assert.equal((await sluice.claim(open, { max: 10 })).length, 1);
+  assert.equal((await sluice.stats(open)).active, 2);
+});
+
 test('a paused queue accepts jobs but hands none out until resumed', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();
@@ -209,24 +260,35 @@ test('stats count every state and the lag of the oldest ready job', async () => 
   assert.equal((await sluice.stats(q)).oldestReadyAgeSeconds, 12);
 });
 
-test('fail closed: when the claim cannot take its lock in time, nothing is claimed; when admission cannot count, nothing is sent', async () => {
+test('fail closed: a claim that cannot take its cap slots or its lock claims nothing; when admission cannot count, nothing is sent', async () => {
   const sluice = await makeSluice({ statementTimeoutMs: 300 });
-  const q = uniqueQueue();
-  await sluice.queues.put(q, { concurrency: 2, maxPending: 100 });
-  await sluice.send(q, {});
+  const capped = uniqueQueue();
+  const perKey = uniqueQueue();
+  await sluice.queues.put(capped, { concurrency: 2, maxPending: 100 });
+  await sluice.queues.put(perKey, { perKeyConcurrency: 1 });
+  await sluice.send(capped, {});
+  await sluice.send(perKey, {}, { key: 'k' });
   const holder = await sqlClient();
   await holder.query('BEGIN');
-  await holder.query("SELECT pg_advisory_xact_lock(hashtext('sluice.claim'), hashtext($1))", [q]);
-  await holder.query("SELECT pg_advisory_xact_lock(hashtext('sluice.pending'), hashtext($1))", [q]);
+  // Another transaction holds the capped queue's free slots, the per-key claim lock and
+  // the admission lock.
+  await holder.query('SELECT n FROM sluice.slot WHERE queue = $1 FOR UPDATE', [capped]);
+  await holder.query("SELECT pg_advisory_xact_lock(hashtext('sluice.claim'), hashtext($1))", [perKey]);
+  await holder.query("SELECT pg_advisory_xact_lock(hashtext('sluice.pending'), hashtext($1))", [capped]);
   try {
-    await assert.rejects(sluice.claim(q, { max: 2 }), /statement timeout/);
-    await assert.rejects(sluice.send(q, {}), /statement timeout/);
-    const { rows } = await holder.query("SELECT state, count(*)::int AS n FROM sluice.job WHERE queue = $1 GROUP BY state", [q]);
-    assert.deepEqual(rows, [{ state: 'pending', n: 1 }], 'nothing claimed, nothing added');
+    assert.deepEqual(await sluice.claim(capped, { max: 2 }), [], 'no free slot it can take: nothing claimed, without waiting');
+    await assert.rejects(sluice.claim(perKey, { max: 2 }), /statement timeout/);
+    await assert.rejects(sluice.send(capped, {}), /statement timeout/);
+    const { rows } = await holder.query(
+      'SELECT queue, state, count(*)::int AS n FROM sluice.job WHERE queue IN ($1, $2) GROUP BY queue, state ORDER BY queue = $1 DESC',
+      [capped, perKey],
+    );
+    assert.deepEqual(rows, [{ queue: capped, state: 'pending', n: 1 }, { queue: perKey, state: 'pending', n: 1 }], 'nothing claimed, nothing added');
   } finally {
     await holder.query('ROLLBACK');
   }
-  assert.equal((await sluice.claim(q, { max: 2 })).length, 1);
+  assert.equal((await sluice.claim(capped, { max: 2 })).length, 1);
+  assert.equal((await sluice.claim(perKey, { max: 2 })).length, 1);
 });
 
 test('fail closed: with the database unreachable, sends and claims throw', async () => {

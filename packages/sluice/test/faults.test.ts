@@ -37,3 +37,37 @@ test('pg_terminate_backend of the worker and listener connections: they reconnec
   for (const { id } of [...first, ...second]) assert.equal((await producer.get(id))?.state, 'completed');
   assert.ok(worker.log.some((r) => /listener disconnected|connection lost/.test(r.msg ?? '')), 'the loss was logged');
 });
+
+test('pg_terminate_backend mid-run, handlers in flight: the worker keeps going, and a notification after the kill still wakes it', async () => {
+  const worker = await makeSluice({ applicationName: 'midrun' });
+  const producer = await makeSluice({ applicationName: 'producer' });
+  const admin = await sqlClient();
+  const q = uniqueQueue('midrun');
+  await producer.queues.put(q, { concurrency: 5 });
+  const runs = new Map<string, number>();
+  const w = worker.work(q, { concurrency: 5, pollIntervalMs: 3_600_000 }, async (job) => {
+    runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+    await new Promise((r) => setTimeout(r, 30));
+  });
+  const sent = await producer.sendMany(q, Array.from({ length: 200 }, (_, i) => ({ data: i })));
+  await waitFor(() => runs.size >= 30, { message: 'the run is under way' });
+
+  const killed = await terminate('midrun');
+  const { completed } = await producer.stats(q);
+  assert.ok(killed >= 2 && completed < 200, `killed ${killed} connections with ${200 - completed} jobs to go`);
+  await waitFor(async () => (await producer.stats(q)).completed === 200, { timeoutMs: 60_000, message: 'the run finished after the kill' });
+
+  // Polling is hourly: only the resubscribed listener can hear about this one.
+  const db = await testDatabase();
+  await waitFor(
+    async () =>
+      (await admin.query("SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'midrun:listener' AND query LIKE 'LISTEN%'", [db.name]))
+        .rowCount,
+    { timeoutMs: 60_000, message: 'the listener is back' },
+  );
+  await waitFor(() => w.isIdle, { message: 'worker idle' });
+  const [late] = await producer.sendMany(q, [{ data: 'late' }]);
+  await waitFor(() => runs.has(late!.id), { timeoutMs: 30_000, message: 'the notification woke the worker' });
+  await w.stop();
+  assert.ok(sent.every(({ id }) => runs.get(id) === 1), 'no job ran twice');
+});

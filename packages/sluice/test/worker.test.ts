@@ -125,6 +125,24 @@ test('cancelling a running job fences it out: its heartbeat throws, its signal a
   assert.equal(job?.result, null);
 });
 
+test('a handler error PostgreSQL could not store (NUL, a split surrogate pair) is stored cleaned, and the job still fails over', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { maxAttempts: 1 });
+  const dead = new Promise<Job>((resolve) => sluice.once('dead', resolve));
+  await sluice.send(q, {});
+  // The emoji's two halves sit at positions 3999 and 4000: a cut at 4,000 would split it.
+  const head = 'nul \u0000 here; ';
+  const worker = sluice.work(q, { concurrency: 1, pollIntervalMs: 20 }, () => {
+    throw new Error(`${head}${'x'.repeat(3999 - head.length)}\ud83d\ude00 and after`);
+  });
+  const job = await dead;
+  await worker.stop();
+  const message = job.errors[0]?.message ?? '';
+  assert.ok(message.startsWith('nul \ufffd here; '), message.slice(0, 40));
+  assert.equal(message.length, 3999, 'cut before the surrogate pair, not through it');
+});
+
 test('the local seatbelt: a worker never runs more than its concurrency at once', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();

@@ -65,7 +65,8 @@ WHERE id IN (
 RETURNING id;
 
 -- name: JobArchiveFinished
--- Retention with archiving: move the batch into job_archive instead.
+-- Retention with archiving: move the batch into job_archive instead. The columns are
+-- named: the job table's own bookkeeping (its cap slot) has no place in the archive.
 WITH moved AS (
   DELETE FROM :SCHEMA.job
   WHERE id IN (
@@ -75,9 +76,13 @@ WITH moved AS (
     LIMIT $4
     FOR UPDATE SKIP LOCKED
   )
-  RETURNING *
+  RETURNING id, queue, state, data, key, singleton_key, priority, run_at, attempts, max_attempts,
+            lease_token, lease_expires_at, worker_id, result, errors, created_at, started_at, finished_at
 )
-INSERT INTO :SCHEMA.job_archive SELECT m.*, coalesce($5::timestamptz, now()) FROM moved m
+INSERT INTO :SCHEMA.job_archive (id, queue, state, data, key, singleton_key, priority, run_at, attempts, max_attempts,
+                                 lease_token, lease_expires_at, worker_id, result, errors, created_at, started_at, finished_at,
+                                 archived_at)
+SELECT m.*, coalesce($5::timestamptz, now()) FROM moved m
 RETURNING id;
 
 -- name: QueueRetentionList

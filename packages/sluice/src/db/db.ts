@@ -14,6 +14,13 @@ export interface Queryable {
 
 export class Db {
   readonly sql: SqlSet;
+  /**
+   * Statements are prepared once per connection, by name. Behind a pooler that hands each
+   * transaction to any server connection (PgBouncer before 1.21 in transaction mode), a
+   * name prepared on one server connection is unknown on the next: the first such error
+   * turns naming off for good, and every statement is sent unnamed from then on.
+   */
+  private named = true;
   constructor(
     readonly pool: pg.Pool,
     readonly schema: string,
@@ -24,40 +31,73 @@ export class Db {
   /** Run a named statement on the pool, or on `client` when given (e.g. the caller's transaction). */
   async run<R extends pg.QueryResultRow = any>(name: string, values: unknown[] = [], client?: Queryable): Promise<R[]> {
     const q = this.sql.query(name);
-    const config = { name: q.name, text: q.text, values };
+    const named = this.named;
+    const config = named ? { name: q.name, text: q.text, values } : { text: q.text, values };
     if (client) {
       try {
         return (await client.query<R>(config)).rows;
       } catch (err) {
+        // The caller's transaction is aborted either way; later statements go unnamed.
+        if (named && preparedStatementLost(err)) this.named = false;
         throw translate(err);
       }
     }
     // Not pool.query(): it discards the connection on *any* error, and refusals (a full
     // queue, a key at its limit) are ordinary answers that must not cost a reconnect.
-    const conn = await this.pool.connect();
+    const { client: conn, release } = await this.checkout();
     try {
       const rows = (await conn.query<R>(config)).rows;
-      conn.release();
+      release();
       return rows;
     } catch (err) {
-      conn.release(connectionBroken(err) ? (err as Error) : undefined);
+      release(connectionBroken(err) ? err : undefined);
+      // The statement never ran (it failed at Parse or Bind): safe to send again, unnamed.
+      if (named && preparedStatementLost(err)) {
+        this.named = false;
+        return this.run<R>(name, values);
+      }
       throw translate(err);
     }
   }
 
+  /**
+   * A pooled connection, checked out. A checked-out `pg` client has no 'error' listener,
+   * so a connection killed while no statement is in flight (between two statements, or
+   * a server shutdown notice read in the same packet as a result) would throw an
+   * unhandled 'error' and end the process: keep the error instead, and discard the
+   * connection when it is released.
+   */
+  async checkout(): Promise<{ client: pg.PoolClient; release(err?: unknown): void }> {
+    const client = await this.pool.connect();
+    let lost: Error | undefined;
+    const onError = (err: Error) => {
+      lost = err;
+    };
+    client.on('error', onError);
+    return {
+      client,
+      release(err?: unknown) {
+        client.removeListener('error', onError);
+        client.release(lost ?? (err ? (err as Error) : undefined));
+      },
+    };
+  }
+
   /** Run `fn` inside a transaction on one pooled connection. */
   async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const { client, release } = await this.checkout();
+    let failed: unknown;
     try {
       await client.query('BEGIN');
       const value = await fn(client);
       await client.query('COMMIT');
       return value;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      await client.query('ROLLBACK').catch((e) => (failed = e));
       throw err;
     } finally {
-      client.release();
+      // A connection whose ROLLBACK failed is not returned to the pool mid-transaction.
+      release(failed);
     }
   }
 }
@@ -67,6 +107,12 @@ function connectionBroken(err: unknown): boolean {
   const code = (err as PgError)?.code;
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return true;
   return code.startsWith('08') || code.startsWith('57P') || code === 'XX000';
+}
+
+/** 26000: the named statement is unknown here; 42P05: the name is taken here by another client. */
+function preparedStatementLost(err: unknown): boolean {
+  const code = (err as PgError)?.code;
+  return code === '26000' || code === '42P05';
 }
 
 interface PgError {

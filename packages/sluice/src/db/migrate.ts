@@ -18,6 +18,13 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateRes
   const sql = sqlFor(schema);
   const text = (name: string) => sql.query(name).text;
   const client = await pool.connect();
+  // Held across statements: a connection killed in between must fail this call, not end
+  // the process with an unhandled 'error' event.
+  let lost: Error | undefined;
+  const onError = (err: Error) => {
+    lost = err;
+  };
+  client.on('error', onError);
   try {
     await client.query(text('MigrationLock'));
     try {
@@ -47,7 +54,8 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateRes
       await client.query(text('MigrationUnlock')).catch(() => undefined);
     }
   } finally {
-    client.release();
+    client.removeListener('error', onError);
+    client.release(lost);
   }
 }
 

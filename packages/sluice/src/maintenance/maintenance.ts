@@ -5,9 +5,10 @@
  * Two guards make a tick safe to run from every process:
  *  - an overlap guard in the process: a tick that starts while the previous one is still
  *    running is skipped, never queued;
- *  - a session advisory try-lock in the database, held by the tick's connection: one tick
- *    at a time across the cluster; a process that finds it taken skips its turn. If the
- *    process dies mid-tick, the server drops the lock with the connection.
+ *  - a session advisory try-lock in the database, held by the tick's connection inside one
+ *    open transaction: one tick at a time across the cluster; a process that finds it
+ *    taken skips its turn. If the process dies mid-tick, the server drops the lock with
+ *    the connection.
  * Each step commits in small transactions of its own, so a tick holds no long row locks.
  * `runOnce()` runs one tick and says what it did, so tests drive it directly.
  */
@@ -86,11 +87,20 @@ export class Maintenance {
 
   private async tick(): Promise<TickResult> {
     const { db } = this.deps;
-    const lockHolder = await db.pool.connect();
-    let broken: Error | undefined;
+    const holder = await db.checkout();
+    const lockHolder = holder.client;
+    let broken: unknown;
     try {
+      // The lock is taken and released inside one transaction of the holder: behind
+      // PgBouncer in transaction mode that pins one server connection for the whole tick,
+      // so the session lock cannot stay behind on a server connection another client
+      // gets next. (Without a pooler the transaction costs nothing: it writes nothing.)
+      await lockHolder.query('BEGIN');
       const [lock] = await db.run('MaintenanceTryLock', [], lockHolder);
-      if (!lock.acquired) return { ran: false, skipped: 'locked', ...NOT_RUN };
+      if (!lock.acquired) {
+        await lockHolder.query('COMMIT');
+        return { ran: false, skipped: 'locked', ...NOT_RUN };
+      }
       try {
         const swept = await this.sweep();
         // A slot missed by more than two ticks is an outage, as far as `catchUp: none` goes.
@@ -100,12 +110,15 @@ export class Maintenance {
         return { ran: true, ...swept, scheduled, pruned };
       } finally {
         await db.run('MaintenanceUnlock', [], lockHolder).catch((err) => (broken = err));
+        await lockHolder.query('COMMIT').catch((err) => (broken ??= err));
       }
     } catch (err) {
-      broken = err as Error;
+      broken = err;
       throw err;
     } finally {
-      lockHolder.release(broken);
+      // A holder that failed is discarded: the server (or the pooler, which closes a
+      // server connection left mid-transaction) drops the lock with it.
+      holder.release(broken);
     }
   }
 

@@ -7,7 +7,7 @@ import type { Db } from '../db/db.js';
 import { ValidationError } from '../errors.js';
 import type { Job } from '../types.js';
 import { toJob } from './rows.js';
-import { validateInt, validateQueueName } from './validate.js';
+import { validateInt, validateJobId, validateQueueName, validateStorableText } from './validate.js';
 
 export interface DeadLetterFilter {
   queue?: string;
@@ -95,6 +95,7 @@ function filterParams(filter: DeadLetterFilter): unknown[] {
   if (filter.errorContains !== undefined && (typeof filter.errorContains !== 'string' || filter.errorContains.length > 1000)) {
     throw new ValidationError('errorContains must be a string of at most 1000 characters', 'errorContains');
   }
+  if (filter.errorContains !== undefined) validateStorableText(filter.errorContains, 'errorContains');
   for (const field of ['since', 'until'] as const) {
     const d = filter[field];
     if (d !== undefined && (!(d instanceof Date) || Number.isNaN(d.getTime()))) {
@@ -105,8 +106,6 @@ function filterParams(filter: DeadLetterFilter): unknown[] {
 }
 
 function checkCursor(value: unknown): string {
-  if (typeof value !== 'string' || !/^[1-9][0-9]{0,18}$/.test(value)) {
-    throw new ValidationError('before must be the `next` value of a previous page', 'before');
-  }
-  return value;
+  if (typeof value !== 'string') throw new ValidationError('before must be the `next` value of a previous page', 'before');
+  return validateJobId(value, 'before', 'before must be the `next` value of a previous page');
 }

@@ -8,7 +8,7 @@ import type { Db, Queryable } from '../db/db.js';
 import { InvalidStateError, JobNotFoundError, LeaseLostError, QueueNotFoundError, ValidationError } from '../errors.js';
 import type { ClaimedJob, Job, QueueStats, ThroughputBucket, SendManyItem, SendOptions, SendResult } from '../types.js';
 import { toJob, toQueue, toStats } from './rows.js';
-import { serializePayload, validateInt, validateQueueName, validateSendOptions } from './validate.js';
+import { serializePayload, validateInt, validateJobId, validateQueueName, validateSendOptions, validateStorableText, validateWorkerId, storableText } from './validate.js';
 import type { Waker } from './waker.js';
 
 export interface JobsConfig {
@@ -108,6 +108,7 @@ export class Jobs {
   async claim<T = unknown>(queue: string, max: number, workerId: string): Promise<ClaimedJob<T>[]> {
     validateQueueName(queue);
     const limit = validateInt(max, 'max', { min: 1, max: 1000 }) ?? 1;
+    validateWorkerId(workerId);
     await this.ready();
     const rows = await this.db.run('JobClaim', [queue, limit, workerId, this.config.now(), 0]);
     return rows.map((r) => ({ ...toJob<T>(r), leaseToken: r.lease_token as string }));
@@ -129,7 +130,12 @@ export class Jobs {
     const jobId = checkId(id);
     const token = checkToken(leaseToken);
     if (!error || typeof error.message !== 'string') throw new ValidationError('error.message must be a string', 'error');
-    const record = { message: error.message.slice(0, 4000), name: error.name, stack: error.stack?.slice(0, 8000) };
+    for (const field of ['message', 'name', 'stack'] as const) {
+      const value = error[field];
+      if (value !== undefined && typeof value !== 'string') throw new ValidationError(`error.${field} must be a string`, `error.${field}`);
+      if (value !== undefined) validateStorableText(value, `error.${field}`);
+    }
+    const record = { message: storableText(error.message, 4000), name: error.name, stack: error.stack === undefined ? undefined : storableText(error.stack, 8000) };
     await this.ready();
     const rows = await this.db.run('JobFailMany', [[jobId], [token], [JSON.stringify(record)], this.config.now(), this.config.notify]);
     if (rows.length === 0) throw new LeaseLostError(jobId);
@@ -230,10 +236,6 @@ function checkToken(token: unknown): string {
 }
 
 function checkId(id: unknown): string {
-  const text = typeof id === 'number' ? String(id) : id;
-  if (typeof text !== 'string' || !/^[1-9][0-9]{0,18}$/.test(text) || BigInt(text) > 9223372036854775807n) {
-    throw new ValidationError(`job id ${JSON.stringify(id)} is not a valid id`, 'id');
-  }
-  return text;
+  return validateJobId(id, 'id');
 }
 

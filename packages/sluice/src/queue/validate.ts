@@ -9,6 +9,17 @@ const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,47}$/;
 const MAX_KEY_LENGTH = 512;
 const MAX_INT = 2_147_483_647;
+// Run times stay within four-digit years: PostgreSQL and JavaScript both hold them exactly.
+const MIN_RUN_AT = Date.parse('0001-01-01T00:00:00.000Z');
+const MAX_RUN_AT = Date.parse('9999-12-31T23:59:59.999Z');
+const MAX_DELAY_MS = 1000 * 365 * 86_400_000;
+/** Deeper JSON would exhaust the stack here or in PostgreSQL's jsonb parser. */
+const MAX_JSON_DEPTH = 1000;
+// With the u flag a pair matches as one code point, so this finds only unpaired halves,
+// which UTF-8 cannot encode: PostgreSQL would refuse them in JSON and mangle them in text.
+const LONE_SURROGATE = /[\ud800-\udfff]/u;
+/** A global cap is held by that many slot rows (migration 0006); beyond this, leave the queue uncapped. */
+export const MAX_CONCURRENCY = 100_000;
 
 export function validateSchemaName(schema: unknown): string {
   if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
@@ -36,6 +47,7 @@ export function validateKey(value: unknown, field: string): string | null {
     throw new ValidationError(`${field} must be a non-empty string of at most ${MAX_KEY_LENGTH} characters`, field);
   }
   if (value.includes('\u0000')) throw new ValidationError(`${field} must not contain the NUL character`, field);
+  if (LONE_SURROGATE.test(value)) throw new ValidationError(`${field} must be valid Unicode (it has an unpaired surrogate)`, field);
   return value;
 }
 
@@ -48,7 +60,7 @@ export function validateInt(
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     throw new ValidationError(`${field} must be an integer between ${min} and ${max}, got ${describe(value)}`, field);
   }
-  return value;
+  return value === 0 ? 0 : value; // -0 is stored as 0; answer what is stored
 }
 
 function validateNumber(value: unknown, field: string, min: number, max: number): number | null {
@@ -57,6 +69,15 @@ function validateNumber(value: unknown, field: string, min: number, max: number)
     throw new ValidationError(`${field} must be a number between ${min} and ${max}, got ${describe(value)}`, field);
   }
   return value;
+}
+
+/** The column is a `real`: a non-zero jitter too small for it would fail the insert. */
+function validateJitter(value: unknown): number | null {
+  const jitter = validateNumber(value, 'backoff.jitter', 0, 1);
+  if (jitter !== null && jitter !== 0 && jitter < 1e-6) {
+    throw new ValidationError(`backoff.jitter must be 0 or between 0.000001 and 1, got ${jitter}`, 'backoff.jitter');
+  }
+  return jitter === 0 ? 0 : jitter;
 }
 
 function describe(value: unknown): string {
@@ -81,7 +102,7 @@ export function policyParams(policy: QueuePolicy): unknown[] {
     if (!POLICY_FIELDS.has(field)) throw new ValidationError(`unknown policy field "${field}"`, field);
   }
   const backoff = policy.backoff ?? {};
-  if (backoff === null || typeof backoff !== 'object') throw new ValidationError('backoff must be an object', 'backoff');
+  if (backoff === null || typeof backoff !== 'object' || Array.isArray(backoff)) throw new ValidationError('backoff must be an object', 'backoff');
   for (const field of Object.keys(backoff)) {
     if (!['baseMs', 'maxMs', 'jitter'].includes(field)) throw new ValidationError(`unknown backoff field "${field}"`, `backoff.${field}`);
   }
@@ -94,20 +115,20 @@ export function policyParams(policy: QueuePolicy): unknown[] {
     }
   }
   const retention = policy.retention ?? {};
-  if (retention === null || typeof retention !== 'object') throw new ValidationError('retention must be an object', 'retention');
+  if (retention === null || typeof retention !== 'object' || Array.isArray(retention)) throw new ValidationError('retention must be an object', 'retention');
   for (const field of Object.keys(retention)) {
     if (!RETENTION_FIELDS.includes(field)) throw new ValidationError(`unknown retention field "${field}"`, `retention.${field}`);
   }
   const deadLetterQueue = policy.deadLetterQueue == null ? null : validateQueueName(policy.deadLetterQueue);
   return [
-    validateInt(policy.concurrency, 'concurrency', { min: 1 }),
+    validateInt(policy.concurrency, 'concurrency', { min: 1, max: MAX_CONCURRENCY }),
     validateInt(policy.perKeyConcurrency, 'perKeyConcurrency', { min: 1 }),
     validateInt(policy.maxPerKey, 'maxPerKey', { min: 1 }),
     validateInt(policy.maxPending, 'maxPending', { min: 0 }),
     validateInt(policy.maxAttempts, 'maxAttempts', { min: 1, max: 1000 }) ?? 5,
     baseMs,
     maxMs,
-    validateNumber(backoff.jitter, 'backoff.jitter', 0, 1) ?? 0.5,
+    validateJitter(backoff.jitter) ?? 0.5,
     validateInt(policy.leaseSeconds, 'leaseSeconds', { min: 1, max: 7 * 24 * 3600 }) ?? 600,
     validateInt(policy.retryAfterSeconds, 'retryAfterSeconds', { min: 1, max: 86_400 }) ?? 5,
     policy.paused ?? false,
@@ -141,9 +162,13 @@ export function validateSendOptions(opts: Omit<SendOptions, 'client'> | undefine
     if (!(o.runAt instanceof Date) || Number.isNaN(o.runAt.getTime())) {
       throw new ValidationError('runAt must be a valid Date', 'runAt');
     }
-    runAt = o.runAt;
+    const t = o.runAt.getTime();
+    if (t < MIN_RUN_AT || t > MAX_RUN_AT) {
+      throw new ValidationError(`runAt must be between years 1 and 9999, got ${o.runAt.toISOString()}`, 'runAt');
+    }
+    runAt = new Date(t); // a copy: a caller's later change cannot alter the job
   }
-  const delayMs = validateInt(o.delayMs, 'delayMs', { min: 0, max: Number.MAX_SAFE_INTEGER });
+  const delayMs = validateInt(o.delayMs, 'delayMs', { min: 0, max: MAX_DELAY_MS });
   if (runAt && delayMs !== null) throw new ValidationError('give runAt or delayMs, not both', 'delayMs');
   return {
     key: validateKey(o.key, 'key'),
@@ -161,7 +186,7 @@ export function validateSendOptions(opts: Omit<SendOptions, 'client'> | undefine
  * or NUL characters, and no more than `maxBytes` of UTF-8.
  */
 export function serializePayload(data: unknown, maxBytes: number, field = 'data'): string {
-  checkJsonValue(data, field, new Set());
+  checkJsonValue(data, field, new Set(), 0);
   const text = JSON.stringify(data);
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > maxBytes) {
@@ -170,10 +195,11 @@ export function serializePayload(data: unknown, maxBytes: number, field = 'data'
   return text;
 }
 
-function checkJsonValue(value: unknown, path: string, seen: Set<object>): void {
+function checkJsonValue(value: unknown, path: string, seen: Set<object>, depth: number): void {
   switch (typeof value) {
     case 'string':
       if (value.includes('\u0000')) throw new ValidationError(`${path} contains a NUL character, which PostgreSQL JSON cannot store`, path);
+      if (LONE_SURROGATE.test(value)) throw new ValidationError(`${path} contains an unpaired surrogate, which JSON in UTF-8 cannot hold`, path);
       return;
     case 'boolean':
       return;
@@ -191,16 +217,55 @@ function checkJsonValue(value: unknown, path: string, seen: Set<object>): void {
   if (value === null) return;
   const obj = value as Record<string, unknown>;
   if (typeof (obj as { toJSON?: unknown }).toJSON === 'function') return;
+  if (depth >= MAX_JSON_DEPTH) throw new ValidationError(`${path} nests deeper than ${MAX_JSON_DEPTH} levels`, path);
   if (seen.has(obj)) throw new ValidationError(`${path} contains a cycle`, path);
   seen.add(obj);
   if (Array.isArray(obj)) {
-    obj.forEach((item, i) => checkJsonValue(item, `${path}[${i}]`, seen));
+    obj.forEach((item, i) => checkJsonValue(item, `${path}[${i}]`, seen, depth + 1));
   } else {
     for (const [k, v] of Object.entries(obj)) {
       if (k.includes('\u0000')) throw new ValidationError(`${path} has a key with a NUL character`, path);
+      if (LONE_SURROGATE.test(k)) throw new ValidationError(`${path} has a key with an unpaired surrogate`, path);
       // JSON.stringify drops undefined properties silently; refuse rather than lose data.
-      checkJsonValue(v, `${path}.${k}`, seen);
+      checkJsonValue(v, `${path}.${k}`, seen, depth + 1);
     }
   }
   seen.delete(obj);
+}
+
+const MAX_BIGINT = 9223372036854775807n;
+
+/** A job id (or id cursor) as PostgreSQL's bigint holds it: decimal text, 1 to 2^63 − 1. */
+export function validateJobId(value: unknown, field: string, message = `job id ${JSON.stringify(value)} is not a valid id`): string {
+  const text = typeof value === 'number' ? String(value) : value;
+  if (typeof text !== 'string' || !/^[1-9][0-9]{0,18}$/.test(text) || BigInt(text) > MAX_BIGINT) {
+    throw new ValidationError(message, field);
+  }
+  return text;
+}
+
+/** Text a PostgreSQL text column can store: no NUL, no unpaired surrogate. */
+export function validateStorableText(value: string, field: string): string {
+  if (value.includes('\u0000')) throw new ValidationError(`${field} contains a NUL character, which PostgreSQL cannot store`, field);
+  if (LONE_SURROGATE.test(value)) throw new ValidationError(`${field} contains an unpaired surrogate, which UTF-8 cannot hold`, field);
+  return value;
+}
+
+/** A worker id: 1 to 200 characters of storable text. */
+export function validateWorkerId(value: unknown, field = 'workerId'): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 200) {
+    throw new ValidationError(`${field} must be a non-empty string of at most 200 characters`, field);
+  }
+  return validateStorableText(value, field);
+}
+
+/**
+ * Text from somewhere we cannot refuse (a handler's thrown error) made storable: cut to
+ * `maxChars` without splitting a surrogate pair, NUL and unpaired surrogates replaced by
+ * U+FFFD.
+ */
+export function storableText(text: string, maxChars: number): string {
+  let cut = text.length <= maxChars ? text : text.slice(0, maxChars);
+  if (cut.length < text.length && /[\ud800-\udbff]$/.test(cut)) cut = cut.slice(0, -1);
+  return cut.replace(/\u0000/g, '\ufffd').replace(/[\ud800-\udfff]/gu, '\ufffd');
 }

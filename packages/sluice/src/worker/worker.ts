@@ -26,10 +26,10 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Db } from '../db/db.js';
 import type { Listener } from '../db/listener.js';
-import { LeaseLostError, ValidationError } from '../errors.js';
+import { LeaseLostError } from '../errors.js';
 import { reportDead } from '../queue/dead.js';
 import { rowFromJson, toJob } from '../queue/rows.js';
-import { serializePayload, validateInt } from '../queue/validate.js';
+import { serializePayload, storableText, validateInt, validateWorkerId } from '../queue/validate.js';
 import type { Job, Logger } from '../types.js';
 import { Completer, type Completion } from './completer.js';
 import { JobAbort, LeaseGroup, extendLease, releaseLease, type Leased } from './lease.js';
@@ -127,10 +127,7 @@ export class Worker {
     this.concurrency = validateInt(opts.concurrency, 'concurrency', { min: 1, max: 10_000 }) ?? 10;
     this.prefetch = validateInt(opts.prefetch, 'prefetch', { min: 0, max: 10_000 }) ?? this.concurrency;
     this.pollIntervalMs = validateInt(opts.pollIntervalMs, 'pollIntervalMs', { min: 10 }) ?? 1000;
-    if (opts.workerId !== undefined && (typeof opts.workerId !== 'string' || opts.workerId.length === 0 || opts.workerId.length > 200)) {
-      throw new ValidationError('workerId must be a non-empty string of at most 200 characters', 'workerId');
-    }
-    this.workerId = opts.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.workerId = opts.workerId === undefined ? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}` : validateWorkerId(opts.workerId);
     this.pickupDelay = deps.metrics.pickupDelay.labels(queue);
     this.runDuration = deps.metrics.runDuration.labels(queue);
     this.completer = new Completer(deps.db, deps, {
@@ -437,11 +434,12 @@ function ewma(average: number, sample: number): number {
 }
 
 function errorRecord(err: unknown): { message: string; name?: string; stack?: string } {
+  // A thrown error cannot be refused: whatever it holds is made storable instead.
   if (err instanceof Error) {
     return {
-      message: err.message.slice(0, 4000),
-      name: err.name,
-      ...(err.stack ? { stack: err.stack.slice(0, 8000) } : {}),
+      message: storableText(String(err.message), 4000),
+      name: storableText(String(err.name), 200),
+      ...(err.stack ? { stack: storableText(err.stack, 8000) } : {}),
     };
   }
   let message: string;
@@ -450,5 +448,5 @@ function errorRecord(err: unknown): { message: string; name?: string; stack?: st
   } catch {
     message = String(err);
   }
-  return { message: message.slice(0, 4000) };
+  return { message: storableText(message, 4000) };
 }
