@@ -43,6 +43,8 @@ export function runnerUrl(options: DatabaseOptions = {}): Promise<string> {
 async function ensureRunnerRole(adminUrl: string, role: string): Promise<string> {
   const password = createHmac('sha256', adminUrl).update(`sluice-proof-runner:${role}`).digest('hex').slice(0, 40);
   const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 10_000 });
+  // A server shutting down ends idle sessions; that must not be an uncaught 'error' event.
+  client.on('error', () => undefined);
   try {
     await client.connect();
   } catch (error) {

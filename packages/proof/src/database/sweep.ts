@@ -28,6 +28,8 @@ export async function sweepStale(database: DatabaseOptions = {}, options: SweepO
   // The admin URL can drop any run database and role; with a runner URL only, its own databases.
   const url = adminUrlOf(database) ?? (await runnerUrl(database));
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  // A server shutting down ends idle sessions; that must not be an uncaught 'error' event.
+  client.on('error', () => undefined);
   try {
     await client.connect();
   } catch (error) {

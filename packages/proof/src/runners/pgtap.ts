@@ -179,6 +179,8 @@ export async function runPgtap(input: RunSuiteInput, options: EngineOptions, tim
 
 async function connectAs(url: string, who: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  // A server shutting down ends idle sessions; that must not be an uncaught 'error' event.
+  client.on('error', () => undefined);
   try {
     await client.connect();
     return client;
