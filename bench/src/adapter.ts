@@ -1,9 +1,9 @@
 /**
  * The contract between the harness and one queue system. The harness owns the workload,
  * the timing and the process layout; an adapter only knows how its system enqueues,
- * consumes and counts. Sluice is the first adapter; peers (pg-boss, graphile-worker,
- * BullMQ) plug in the same way, each as one file under src/adapters/.
+ * consumes and counts. One file per system under src/adapters/.
  */
+import type { Phase } from './options.js';
 
 /** What every adapter call is told about the run. */
 export interface AdapterContext {
@@ -22,6 +22,34 @@ export interface AdapterOptions {
   capLimit: number;
   /** Sluice: wake workers with LISTEN/NOTIFY (on by default). */
   notify: boolean;
+  /** Per-key variants spread jobs over this many keys (key = sequence number mod keys)... */
+  keys: number;
+  /** ...and let at most this many jobs of one key run at once. */
+  perKeyLimit: number;
+}
+
+/**
+ * Which family of workloads a variant answers. The report compares Sluice and peers
+ * within a family: `plain` (no limits), `cap` (a global cap), `per-key` (a running cap
+ * per key), `backlog` (no limits, table pre-filled with finished and scheduled rows).
+ */
+export type WorkloadKind = 'plain' | 'cap' | 'per-key' | 'backlog';
+
+/** What one variant measures. */
+export interface VariantPlan {
+  kind: WorkloadKind;
+  /** Phases this variant runs (intersected with --phases). */
+  phases: Phase[];
+  /** Phases it does not run, with the reason the report shows instead of a figure. */
+  notRun?: Partial<Record<Phase, string>>;
+  /**
+   * Set when a drain cannot finish by design (a polling-bound default): the drain stops
+   * after this many seconds, the rate is taken from the jobs done, and not draining is
+   * reported as expected rather than as a problem.
+   */
+  boundedDrainS?: number;
+  /** A 4-process drain rate (jobs/s) far below the usual, known from earlier runs: only for the duration estimate. */
+  slowProc4Jps?: number;
 }
 
 /** The producer side: one client in the harness process. */
@@ -30,10 +58,17 @@ export interface Producer {
   prepareQueue(queue: string): Promise<void>;
   /** Enqueue one job; resolves when the system acknowledged it. */
   enqueueOne(queue: string, payload: JobPayload): Promise<unknown>;
-  /** The system's bulk API; `payloads.length` is at most the batch size (1,000). */
+  /** The system's bulk API; `payloads.length` is at most the batch size (1,000). Per-key variants derive the key from `i`. */
   enqueueBatch(queue: string, payloads: JobPayload[]): Promise<unknown>;
   /** Jobs of the queue not completed (pending, active, failed...); 0 after a full drain. */
   pending(queue: string): Promise<number>;
+  /** Backlog variants: put finished and future-scheduled rows into the table, spread over `queues`. */
+  fillBacklog?(queues: string[], finished: number, scheduled: number): Promise<void>;
+  /** Admission phase: queues with admission limits off and on, and a keyed send. */
+  admission?: {
+    prepare(queueOff: string, queueOn: string): Promise<void>;
+    send(queue: string, payload: JobPayload, key: string): Promise<unknown>;
+  };
   close(): Promise<void>;
 }
 
@@ -54,6 +89,9 @@ export interface JobPayload {
   t?: number;
 }
 
+/** The key of a job in the per-key variants. */
+export const keyOf = (payload: JobPayload, options: AdapterOptions): string => `k${payload.i % options.keys}`;
+
 export interface Adapter {
   /** Short name used on the command line (`--systems=sluice`). */
   name: string;
@@ -61,8 +99,15 @@ export interface Adapter {
   label(variant: string, options: AdapterOptions): string;
   /** Version of the system under test. */
   version(): string;
-  /** Variants this run should measure, given the command line (e.g. `--cap=off,on`). */
-  variants(selection: { cap: string[] }): string[];
+  /**
+   * Variants this run should measure. `cap` is `--cap` (Sluice); `extended` is set by
+   * `--peers`, which adds the variants of the extra workload families.
+   */
+  variants(selection: { cap: string[]; extended: boolean }): string[];
+  /** What a variant measures and what it cannot express. */
+  plan(variant: string, options: AdapterOptions): VariantPlan;
+  /** Workload families the system cannot express, with the reason (reported as n/a). */
+  cannot: Partial<Record<WorkloadKind, string>>;
   /** Settings recorded in the JSON for a variant. */
   describe(ctx: Omit<AdapterContext, 'databaseUrl'>): Record<string, unknown>;
   openProducer(ctx: AdapterContext): Promise<Producer>;

@@ -14,6 +14,9 @@ import { dropDatabase, provideServer, readServerInfo, resetDatabase } from './da
 import { optionsGivenToNpm, parseOptions, USAGE, type Options } from './options.js';
 import { pgbenchReference } from './pgbench.js';
 import type { FromRun, RunSpec, ToRun } from './protocol.js';
+import { compareMarkdown } from './compare.js';
+import { commandLine, resultsRegion, writeResultsRegion } from './docs.js';
+import { estimateSeconds } from './estimate.js';
 import { markdown, medians, otherActivity, problems, type CaseResult, type Run } from './report.js';
 import { log, now, round } from './util.js';
 import { EXEC_ARGV } from './workers.js';
@@ -28,6 +31,20 @@ function gitDescription(path = '.'): string | null {
     const commit = execFileSync('git', ['log', '-1', '--format=%h', '--', path], { cwd }).toString().trim();
     const dirty = execFileSync('git', ['status', '--porcelain', '--', path], { cwd }).toString().trim() !== '';
     return `${commit}${dirty ? ' with uncommitted changes' : ''}`;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * RSS (MB) the TypeScript loader adds to every bench process: a deployed worker runs
+ * compiled JavaScript, so the memory figures are also shown without it.
+ */
+function loaderRssMb(): number | null {
+  try {
+    const rss = (args: string[]): number =>
+      Number(execFileSync(process.execPath, [...args, '-e', 'process.stdout.write(String(process.memoryUsage().rss))'], { cwd: BENCH_DIR }).toString());
+    return round((rss(EXEC_ARGV) - rss([])) / 2 ** 20, 1);
   } catch {
     return null;
   }
@@ -57,7 +74,7 @@ async function main(opts: Options): Promise<number> {
   const t0 = now();
   const startedAt = new Date().toISOString();
   const stamp = startedAt.replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-  mkdirSync(opts.outDir, { recursive: true });
+  if (!opts.dryRun) mkdirSync(opts.outDir, { recursive: true });
   const rawFile = join(opts.outDir, `raw-${stamp}.jsonl`);
   const machine: Record<string, unknown> = {
     nproc: os.cpus().length,
@@ -69,9 +86,25 @@ async function main(opts: Options): Promise<number> {
     // The engine is what is measured: its own revision, exactly.
     sluice_source: gitDescription('packages/sluice'),
     loadavg_at_start: loadavg(),
+    ts_loader_rss_mb: loaderRssMb(),
   };
   log(`load average ${loadavg().join(' / ')} on ${os.cpus().length} cores`);
   if (os.loadavg()[0]! > os.cpus().length) log('the machine is busy: figures will be lower and noisier than on an idle machine');
+
+  const allCases = opts.systems.flatMap((name) => {
+    const adapter = adapterNamed(name);
+    // --variants picks from every variant, as --peers would list them.
+    const variants = adapter.variants({ cap: opts.cap, extended: opts.extended || opts.variants !== null });
+    return variants
+      .filter((v) => !opts.variants || opts.variants.includes(v))
+      .map((variant) => ({ adapter, variant, plan: adapter.plan(variant, opts.adapter) }));
+  });
+  if (allCases.length === 0) throw new Error('no case to run: check --systems and --variants');
+  // A variant that can run none of the selected phases is reported (n/a, with reasons), not run.
+  const cases = allCases.filter((c) => c.plan.phases.some((ph) => opts.workload.phases.includes(ph)));
+  log(`cases: ${cases.map((c) => `${c.adapter.name}:${c.variant}`).join(', ')}`);
+  log(`estimated duration: about ${Math.ceil(estimateSeconds(cases.map((c) => c.plan), opts) / 60)} min on an idle 2-core machine`);
+  if (opts.dryRun) return 0;
 
   const server = await provideServer();
   try {
@@ -82,10 +115,6 @@ async function main(opts: Options): Promise<number> {
       ? await pgbenchReference(server.adminUrl, info.version, opts.dbName, opts.pgbenchSeconds)
       : { skipped: opts.tiny ? 'not run with --tiny (add --pgbench)' : 'disabled (--no-pgbench)' };
 
-    const cases = opts.systems.flatMap((name) => {
-      const adapter = adapterNamed(name);
-      return adapter.variants({ cap: opts.cap }).map((variant) => ({ adapter, variant }));
-    });
     const runs = new Map<string, Run[]>(cases.map((c) => [`${c.adapter.name}:${c.variant}`, []]));
     for (let round = 1; round <= opts.rounds; round++) {
       for (const { adapter, variant } of cases) {
@@ -112,12 +141,18 @@ async function main(opts: Options): Promise<number> {
     }
     if (!opts.keepDb) await dropDatabase(server.adminUrl, opts.dbName);
 
-    const caseResults: CaseResult[] = cases.map(({ adapter, variant }) => {
-      const list = runs.get(`${adapter.name}:${variant}`)!;
+    const caseResults: CaseResult[] = allCases.map(({ adapter, variant, plan }) => {
+      const list = runs.get(`${adapter.name}:${variant}`) ?? [];
+      const notRun = Object.fromEntries(
+        opts.workload.phases.filter((ph) => !plan.phases.includes(ph)).map((ph) => [ph, plan.notRun?.[ph] ?? 'not part of this variant']),
+      );
       return {
         system: adapter.name,
         variant,
         label: adapter.label(variant, opts.adapter),
+        kind: plan.kind,
+        not_run: notRun,
+        ...(plan.boundedDrainS ? { bounded_drain_s: Math.min(plan.boundedDrainS, opts.workload.procCapS) } : {}),
         version: adapter.version(),
         settings: adapter.describe({ variant, concurrency: opts.workload.concurrency, options: opts.adapter }),
         median: medians(list),
@@ -137,8 +172,23 @@ async function main(opts: Options): Promise<number> {
       cases: caseResults,
       problems: problems(caseResults),
     };
-    const text = markdown(report);
-    const json = JSON.stringify(report);
+    const compared = compareMarkdown({
+      cases: caseResults,
+      cannot: Object.fromEntries(opts.systems.map((name) => [name, adapterNamed(name).cannot])),
+      pgbench,
+      workload: opts.workload,
+      capLimit: opts.adapter.capLimit,
+      keys: opts.adapter.keys,
+      perKeyLimit: opts.adapter.perKeyLimit,
+      loaderRssMb: machine.ts_loader_rss_mb as number | null,
+    });
+    const command = commandLine(process.argv.slice(2));
+    const text = `${markdown(report)}\n\n## Side by side\n\n${compared.text}`;
+    const json = JSON.stringify({ ...report, command, targets: compared.targets });
+    if (opts.docsFile) {
+      writeResultsRegion(opts.docsFile, resultsRegion({ command, report, compared: compared.text }));
+      log(`results region of ${opts.docsFile} regenerated`);
+    }
     writeFileSync(join(opts.outDir, `${stamp}.md`), `${text}\n`);
     writeFileSync(join(opts.outDir, `${stamp}.json`), `${json}\n`);
     log(`written: ${join(opts.outDir, `${stamp}.md`)}, ${stamp}.json, raw-${stamp}.jsonl`);

@@ -5,7 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { AdapterOptions } from './adapter.js';
 
-export const PHASES = ['enqueue', 'proc1', 'proc4', 'latency'] as const;
+export const PHASES = ['enqueue', 'proc1', 'proc4', 'latency', 'admission', 'http'] as const;
+/** The phases of a plain `npm run bench`; `--peers` runs them all. */
+const BASIC_PHASES: Phase[] = ['enqueue', 'proc1', 'proc4', 'latency'];
 export type Phase = (typeof PHASES)[number];
 
 export interface Workload {
@@ -31,12 +33,29 @@ export interface Workload {
   latDrainS: number;
   /** ANALYZE after each bulk fill, before the workers start (fresh planner statistics). */
   analyzeAfterFill: boolean;
+  /** Backlog variants: finished and future-scheduled rows put into the table first. */
+  backlogFinished: number;
+  backlogScheduled: number;
+  /** Admission phase: sequential keyed sends to each of the two queues (limits off, on). */
+  admissionSends: number;
+  /** HTTP phase: concurrent clients posting jobs for this long. */
+  httpClients: number;
+  httpSeconds: number;
 }
 
 export interface Options {
   workload: Workload;
   systems: string[];
   cap: string[];
+  /** Run every variant (workload family) of each system (`--peers`). */
+  extended: boolean;
+  /** Only these variants, when given (`--variants`). */
+  variants: string[] | null;
+  quick: boolean;
+  /** Print the cases and the estimated duration, run nothing. */
+  dryRun: boolean;
+  /** Markdown file whose results region is regenerated, or null. */
+  docsFile: string | null;
   adapter: AdapterOptions;
   rounds: number;
   tiny: boolean;
@@ -60,13 +79,25 @@ and in batches), drain throughput (1 and N worker processes) and pickup latency.
 Server: DATABASE_URL when set (the database --db-name on it is dropped and re-created
 before every run), otherwise an embedded PostgreSQL with stock durability settings.
 
+  --peers                  the side-by-side run: every system (sluice, pgboss, graphile,
+                           bullmq-pg), every workload family and phase; regenerates the
+                           results region of docs/PERFORMANCE.md (only when not narrowed
+                           by --quick, --tiny, --systems, --variants or --phases)
+  --quick                  1 round of smaller sizes: a sanity run of a few minutes
+  --dry-run                print the cases and the estimated duration; run nothing
   --tiny                   small workload for a smoke test (500 jobs, 100 latency jobs, 1 round)
   --rounds=3               runs per case; rounds are interleaved across cases; medians reported
-  --systems=sluice         systems to measure (comma-separated)
+  --systems=sluice         systems to measure (comma-separated; default all with --peers)
+  --variants=LIST          only these variants, e.g. cap-on,batching,defaults
   --cap=off,on             Sluice: without and/or with a global cap
-  --cap-limit=40           Sluice: the global cap of the cap-on variant
+  --cap-limit=40           the global cap of the cap variants
+  --keys=100 --per-key-limit=1   per-key variants: keys, and running jobs allowed per key
   --notify=on              Sluice: LISTEN/NOTIFY wake-ups (off: polling only)
-  --phases=enqueue,proc1,proc4,latency
+  --phases=enqueue,proc1,proc4,latency   (with --peers also: admission,http)
+  --backlog-finished=1000000 --backlog-scheduled=100000   rows put in first (backlog variant)
+  --admission-sends=2000   sequential keyed sends per queue, admission limits off and on
+  --http-clients=50 --http-seconds=10   HTTP enqueue spike
+  --docs=FILE / --no-docs  Markdown file whose results region is regenerated
   --enqueue-seq=10000      jobs enqueued one by one
   --enqueue-batch-jobs=10000  jobs enqueued through the bulk API...
   --batch-size=1000        ...in batches of this size
@@ -89,6 +120,8 @@ before every run), otherwise an embedded PostgreSQL with stock durability settin
 `;
 
 const BENCH_DIR = fileURLToPath(new URL('..', import.meta.url));
+const REPO_DIR = fileURLToPath(new URL('../..', import.meta.url));
+const ALL_SYSTEMS = 'sluice,pgboss,graphile,bullmq-pg';
 
 const WORKLOAD_DEFAULTS: Omit<Workload, 'phases' | 'analyzeAfterFill'> = {
   enqueueSeq: 10_000,
@@ -102,6 +135,11 @@ const WORKLOAD_DEFAULTS: Omit<Workload, 'phases' | 'analyzeAfterFill'> = {
   idleMs: 1_000,
   procCapS: 120,
   latDrainS: 15,
+  backlogFinished: 1_000_000,
+  backlogScheduled: 100_000,
+  admissionSends: 2_000,
+  httpClients: 50,
+  httpSeconds: 10,
 };
 
 const TINY: Partial<typeof WORKLOAD_DEFAULTS> = {
@@ -110,6 +148,22 @@ const TINY: Partial<typeof WORKLOAD_DEFAULTS> = {
   batchSize: 125,
   procJobs: 500,
   latJobs: 100,
+  backlogFinished: 10_000,
+  backlogScheduled: 1_000,
+  admissionSends: 100,
+  httpClients: 10,
+  httpSeconds: 2,
+};
+
+const QUICK: Partial<typeof WORKLOAD_DEFAULTS> = {
+  enqueueSeq: 2_000,
+  enqueueBatchJobs: 3_000,
+  procJobs: 5_000,
+  latJobs: 400,
+  backlogFinished: 200_000,
+  backlogScheduled: 20_000,
+  admissionSends: 500,
+  httpSeconds: 4,
 };
 
 const numeric = Object.keys(WORKLOAD_DEFAULTS) as (keyof typeof WORKLOAD_DEFAULTS)[];
@@ -118,10 +172,18 @@ const kebab = (s: string): string => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCas
 const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
   tiny: { type: 'boolean' },
+  quick: { type: 'boolean' },
+  'dry-run': { type: 'boolean' },
+  peers: { type: 'boolean' },
   rounds: { type: 'string' },
   systems: { type: 'string' },
+  variants: { type: 'string' },
   cap: { type: 'string' },
   'cap-limit': { type: 'string' },
+  keys: { type: 'string' },
+  'per-key-limit': { type: 'string' },
+  docs: { type: 'string' },
+  'no-docs': { type: 'boolean' },
   notify: { type: 'string' },
   phases: { type: 'string' },
   'analyze-after-fill': { type: 'boolean' },
@@ -156,6 +218,9 @@ export function parseOptions(argv: string[]): Options | 'help' {
   });
   if (values.help) return 'help';
   const tiny = values.tiny ?? false;
+  const quick = values.quick ?? false;
+  const peers = values.peers ?? false;
+  if (tiny && quick) throw new Error('give --tiny or --quick, not both');
   const int = (name: string, raw: string | boolean | undefined, fallback: number, min = 1): number => {
     if (raw === undefined) return fallback;
     const n = Number(raw);
@@ -164,12 +229,13 @@ export function parseOptions(argv: string[]): Options | 'help' {
   };
   const raw = values as Record<string, string | boolean | undefined>;
   const workload = { phases: [] as Phase[], analyzeAfterFill: values['analyze-after-fill'] ?? false } as Workload;
+  const sized = tiny ? TINY : quick ? QUICK : {};
   for (const key of numeric) {
-    const fallback = (tiny ? TINY[key] : undefined) ?? WORKLOAD_DEFAULTS[key];
-    workload[key] = int(kebab(key), raw[kebab(key)], fallback, key === 'enqueueSeq' || key === 'enqueueBatchJobs' ? 0 : 1);
+    const fallback = sized[key] ?? WORKLOAD_DEFAULTS[key];
+    workload[key] = int(kebab(key), raw[kebab(key)], fallback, ['enqueueSeq', 'enqueueBatchJobs', 'backlogFinished', 'backlogScheduled'].includes(key) ? 0 : 1);
   }
   if (workload.batchSize > 10_000) throw new Error('--batch-size must be at most 10000 (the sendMany limit)');
-  workload.phases = list(values.phases ?? PHASES.join(',')).map((p) => {
+  workload.phases = list(values.phases ?? (peers ? PHASES : BASIC_PHASES).join(',')).map((p) => {
     if (!(PHASES as readonly string[]).includes(p)) throw new Error(`unknown phase "${p}"; phases: ${PHASES.join(', ')}`);
     return p as Phase;
   });
@@ -182,13 +248,28 @@ export function parseOptions(argv: string[]): Options | 'help' {
   const notify = values.notify ?? 'on';
   if (notify !== 'on' && notify !== 'off') throw new Error(`--notify takes on or off, got "${notify}"`);
   if (values.pgbench && values['no-pgbench']) throw new Error('give --pgbench or --no-pgbench, not both');
+  if (values.docs && values['no-docs']) throw new Error('give --docs or --no-docs, not both');
+  // Only the complete side-by-side run replaces the published figures by default: not a
+  // quick or tiny sanity run, nor one narrowed to some systems, variants or phases.
+  const complete = peers && !tiny && !quick && !values.systems && !values.variants && !values.phases;
+  const docs = values.docs ?? (complete && !values['no-docs'] ? `${REPO_DIR}docs/PERFORMANCE.md` : undefined);
 
   return {
     workload,
-    systems: list(values.systems ?? 'sluice'),
+    systems: list(values.systems ?? (peers ? ALL_SYSTEMS : 'sluice')),
     cap: list(values.cap ?? 'off,on'),
-    adapter: { capLimit: int('cap-limit', values['cap-limit'], 40), notify: notify === 'on' },
-    rounds: int('rounds', values.rounds, tiny ? 1 : 3),
+    extended: peers,
+    variants: values.variants ? list(values.variants) : null,
+    quick,
+    dryRun: values['dry-run'] ?? false,
+    docsFile: docs && !values['no-docs'] ? resolve(docs) : null,
+    adapter: {
+      capLimit: int('cap-limit', values['cap-limit'], 40),
+      notify: notify === 'on',
+      keys: int('keys', values.keys, 100),
+      perKeyLimit: int('per-key-limit', values['per-key-limit'], 1),
+    },
+    rounds: int('rounds', values.rounds, tiny || quick ? 1 : 3),
     tiny,
     pgbench: values.pgbench ?? (values['no-pgbench'] ? false : !tiny),
     pgbenchSeconds: int('pgbench-seconds', values['pgbench-seconds'], 5),

@@ -93,17 +93,78 @@ export async function enqueueSeq(ctx: RunContext, queue: string, n: number) {
   const c0 = await readCounters(ctx.monitor);
   const s0 = statementCounts();
   const cpu = startCpuWindow(ctx.scope, now);
+  const each: number[] = [];
   const t0 = now();
-  for (let i = 0; i < n; i++) await ctx.producer.enqueueOne(queue, { i });
+  for (let i = 0; i < n; i++) {
+    const t = now();
+    await ctx.producer.enqueueOne(queue, { i });
+    each.push(now() - t);
+  }
   const ms = now() - t0;
   const sample = cpu.stop();
   return {
     jobs: n,
     jps: round(n / (ms / 1000)),
     ms: round(ms),
+    ...latencySummary(each),
     cpu_pct_of_one_core: cpuPct(sample),
     server: await serverCost(ctx.monitor, c0, n),
     statements_per_job: ctx.spec.countStatements ? statementsPerJob(diffCounts(statementCounts(), s0), n) : undefined,
+  };
+}
+
+/** p50 / p95 / p99 / max of durations in ms. */
+function latencySummary(durations: number[]) {
+  const sorted = durations.slice().sort((a, b) => a - b);
+  return {
+    p50_ms: round(percentile(sorted, 50), 2),
+    p95_ms: round(percentile(sorted, 95), 2),
+    p99_ms: round(percentile(sorted, 99), 2),
+    max_ms: round(sorted[sorted.length - 1], 2),
+  };
+}
+
+/** Largest RSS under load (or once ready) in MB over the worker processes, or null where it cannot be read. */
+function peakRssMb(reports: WorkerReport[], field: 'peakRssKb' | 'readyRssKb' = 'peakRssKb'): number | null {
+  const kb = reports.map((r) => r[field]).filter((x): x is number => typeof x === 'number');
+  return kb.length ? round(Math.max(...kb) / 1024, 1) : null;
+}
+
+/**
+ * The cost of admission checks on `send`: sequential keyed sends, alternating in blocks
+ * between a queue without limits and one with maxPending and maxPerKey set so high they
+ * never reject. Alternating blocks share the machine's state, so the difference is the
+ * checks, not the moment.
+ */
+export async function admissionPhase(ctx: RunContext, queueOff: string, queueOn: string) {
+  const admission = ctx.producer.admission;
+  if (!admission) throw new Error(`${ctx.spec.system} has no admission limits to switch on`);
+  const n = ctx.spec.workload.admissionSends;
+  const keys = ctx.spec.options.keys;
+  await admission.prepare(queueOff, queueOn);
+  const block = 50;
+  const durations: Record<'off' | 'on', number[]> = { off: [], on: [] };
+  const queues = { off: queueOff, on: queueOn };
+  // Warm both paths (connections, plans) before measuring.
+  for (const which of ['off', 'on'] as const) for (let i = 0; i < 20; i++) await admission.send(queues[which], { i: -1 - i }, `k${i % keys}`);
+  for (let done = 0; done < n; done += block) {
+    for (const which of ['off', 'on'] as const) {
+      for (let i = done; i < Math.min(n, done + block); i++) {
+        const t = now();
+        await admission.send(queues[which], { i }, `k${i % keys}`);
+        durations[which].push(now() - t);
+      }
+    }
+  }
+  const off = latencySummary(durations.off);
+  const on = latencySummary(durations.on);
+  return {
+    sends_each: n,
+    keys,
+    off,
+    on,
+    p50_delta_ms: round(on.p50_ms! - off.p50_ms!, 2),
+    p99_delta_ms: round(on.p99_ms! - off.p99_ms!, 2),
   };
 }
 
@@ -152,8 +213,7 @@ function burstSummary(reports: WorkerReport[]) {
  * `nProcs` worker processes drain `expected` jobs already in `queue`. All connect first
  * and start on one signal. Rate = (runs − 1) / (last handler end − first handler end).
  */
-export async function processPhase(ctx: RunContext, queue: string, nProcs: number, expected: number) {
-  const { workload } = ctx.spec;
+export async function processPhase(ctx: RunContext, queue: string, nProcs: number, expected: number, capS: number, leftBefore = 0) {
   const group = await WorkerGroup.start(nProcs, workerSpec(ctx, queue, true));
   let reports: WorkerReport[];
   let drained: boolean;
@@ -164,7 +224,7 @@ export async function processPhase(ctx: RunContext, queue: string, nProcs: numbe
     const cpu = startCpuWindow(ctx.scope, now);
     tGo = now();
     group.go();
-    drained = await group.waitForTotal(expected, workload.procCapS * 1000);
+    drained = await group.waitForTotal(expected, capS * 1000);
     sample = cpu.stop();
     reports = await group.stop();
   } catch (err) {
@@ -188,16 +248,18 @@ export async function processPhase(ctx: RunContext, queue: string, nProcs: numbe
     expected,
     completed: runs,
     drained,
-    capped_after_s: drained ? undefined : workload.procCapS,
+    capped_after_s: drained ? undefined : capS,
     span_ms: round(last - first),
     go_to_last_ms: round(last - tGo),
-    pending_after: await ctx.producer.pending(queue),
+    pending_after: (await ctx.producer.pending(queue)) - leftBefore,
     duplicates: runs - distinct,
     cpu_pct_of_one_core: cpuPct(sample, { workers: pctOfCore(workerCpuMs, sample.wallMs) }),
     server: await serverCost(ctx.monitor, c0, runs),
     handler_bursts: burstSummary(reports),
     statements_per_job: statementsPerJob(statements, runs),
     stop_errors: reports.map((r) => r.stopError).filter(Boolean),
+    worker_peak_rss_mb: peakRssMb(reports),
+    worker_ready_rss_mb: peakRssMb(reports, 'readyRssKb'),
   };
 }
 
@@ -261,5 +323,7 @@ export async function latencyPhase(ctx: RunContext, queue: string) {
     cpu_pct_of_one_core: cpuPct(sample, { worker: pctOfCore(report.cpuMs, sample.wallMs) }),
     handler_bursts: burstSummary([report]),
     statements_per_job: statementsPerJob(report.statements, report.count),
+    worker_peak_rss_mb: peakRssMb([report]),
+    worker_ready_rss_mb: peakRssMb([report], 'readyRssKb'),
   };
 }

@@ -45,6 +45,10 @@ export interface WorkerReport {
   /** Client statements by name between start and stop (with --count-statements). */
   statements: Record<string, number> | null;
   stopError: string | null;
+  /** Largest resident set size of the worker process between start and stop (VmRSS sampled every 100 ms), in KiB; null off Linux. */
+  peakRssKb: number | null;
+  /** Its resident set size once connected, before the start signal (runtime, loader, libraries). */
+  readyRssKb: number | null;
 }
 
 export type ToWorker = { type: 'init'; spec: WorkerSpec } | { type: 'go' } | { type: 'stop' };

@@ -7,7 +7,9 @@ import os from 'node:os';
 import pg from 'pg';
 import { adapterNamed } from './adapters/index.js';
 import { findPgScope } from './cpu.js';
-import { analyzeIfAsked, enqueueBatch, enqueueSeq, latencyPhase, processPhase, type RunContext } from './phases.js';
+import { httpPhase } from './http.js';
+import type { Phase } from './options.js';
+import { admissionPhase, analyzeIfAsked, enqueueBatch, enqueueSeq, latencyPhase, processPhase, type RunContext } from './phases.js';
 import type { FromRun, RunSpec, ToRun } from './protocol.js';
 import { installStatementCounter } from './statements.js';
 import { errorText, log, now, round } from './util.js';
@@ -15,12 +17,15 @@ import { killAllWorkers } from './workers.js';
 
 /** The same queue names as the peer benchmark. */
 const QUEUES = { p1: 'bench_p1', p4: 'bench_p4', lat: 'bench_lat' };
+/** Queues of the Sluice-only phases. */
+const EXTRA_QUEUES = { admissionOff: 'bench_adm_off', admissionOn: 'bench_adm_on', http: 'bench_http' };
 
 process.on('disconnect', () => process.exit(5));
 
 async function runCase(spec: RunSpec): Promise<Record<string, unknown>> {
   const started = now();
   const adapter = adapterNamed(spec.system);
+  const plan = adapter.plan(spec.variant, spec.options);
   const errors: string[] = [];
   const result: Record<string, unknown> = {
     system: spec.system,
@@ -28,6 +33,7 @@ async function runCase(spec: RunSpec): Promise<Record<string, unknown>> {
     label: adapter.label(spec.variant, spec.options),
     version: adapter.version(),
     settings: adapter.describe({ variant: spec.variant, concurrency: spec.workload.concurrency, options: spec.options }),
+    kind: plan.kind,
     round: spec.round,
     started_at: new Date().toISOString(),
     loadavg_at_start: os.loadavg().map((x) => round(x, 2)),
@@ -69,7 +75,22 @@ async function runCase(spec: RunSpec): Promise<Record<string, unknown>> {
   };
 
   const w = spec.workload;
-  const phases = new Set(w.phases);
+  const phases = new Set<Phase>(w.phases.filter((p) => plan.phases.includes(p)));
+  // A polling-bound drain is stopped early by design, and its rate read from what it did.
+  const procCapS = plan.boundedDrainS ? Math.min(plan.boundedDrainS, w.procCapS) : w.procCapS;
+  if (plan.boundedDrainS) result.drain_bounded_by_design_s = procCapS;
+  // Jobs not completed that were in a queue before its drain (the backlog's scheduled
+  // rows): a drain leaves them, and only the rest counts as left over.
+  const before: Record<string, number> = {};
+  if (plan.kind === 'backlog' && (phases.has('proc1') || phases.has('proc4'))) {
+    if (!producer.fillBacklog) throw new Error(`${spec.system} cannot pre-fill its table`);
+    await step('backlog_fill', async () => {
+      const t0 = now();
+      await producer.fillBacklog!([QUEUES.p1, QUEUES.p4], w.backlogFinished, w.backlogScheduled);
+      for (const q of [QUEUES.p1, QUEUES.p4]) before[q] = await producer.pending(q);
+      return { finished: w.backlogFinished, scheduled: w.backlogScheduled, ms: round(now() - t0) };
+    });
+  }
   // proc1 drains whatever the enqueue phases put into bench_p1, topped up to --proc-jobs.
   let inP1 = 0;
   if (phases.has('enqueue')) {
@@ -85,17 +106,19 @@ async function runCase(spec: RunSpec): Promise<Record<string, unknown>> {
         inP1 = w.procJobs;
       }
       await analyzeIfAsked(ctx);
-      return processPhase(ctx, QUEUES.p1, 1, inP1);
+      return processPhase(ctx, QUEUES.p1, 1, inP1, procCapS, before[QUEUES.p1] ?? 0);
     });
   }
   if (phases.has('proc4')) {
     await step('proc4', async () => {
       const fill = await enqueueBatch(ctx, QUEUES.p4, w.procJobs, w.batchSize);
       await analyzeIfAsked(ctx);
-      return { ...(await processPhase(ctx, QUEUES.p4, w.procs, w.procJobs)), fill_jps: fill.jps };
+      return { ...(await processPhase(ctx, QUEUES.p4, w.procs, w.procJobs, procCapS, before[QUEUES.p4] ?? 0)), fill_jps: fill.jps };
     });
   }
   if (phases.has('latency')) await step('latency', () => latencyPhase(ctx, QUEUES.lat));
+  if (phases.has('admission')) await step('admission', () => admissionPhase(ctx, EXTRA_QUEUES.admissionOff, EXTRA_QUEUES.admissionOn));
+  if (phases.has('http')) await step('http', () => httpPhase(ctx, EXTRA_QUEUES.http));
 
   try {
     await producer.close();

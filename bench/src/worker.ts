@@ -4,6 +4,7 @@
  * handler saw. The handler is a no-op apart from its own bookkeeping.
  */
 import { adapterNamed } from './adapters/index.js';
+import { RssPeak, rssKb } from './memory.js';
 import type { Consumer } from './adapter.js';
 import type { FromWorker, ToWorker, WorkerReport, WorkerSpec } from './protocol.js';
 import { diffCounts, installStatementCounter, statementCounts } from './statements.js';
@@ -50,6 +51,9 @@ function onJob(id: string, payload: unknown): void {
 let cpuAtGo: NodeJS.CpuUsage | undefined;
 let statementsAtGo: Record<string, number> = {};
 let progress: NodeJS.Timeout | undefined;
+let sampler: NodeJS.Timeout | undefined;
+let readyRssKb: number | null = null;
+const rss = new RssPeak();
 
 async function handle(msg: ToWorker): Promise<void> {
   switch (msg.type) {
@@ -64,6 +68,7 @@ async function handle(msg: ToWorker): Promise<void> {
         concurrency: spec.concurrency,
         options: spec.options,
       });
+      readyRssKb = rssKb();
       send({ type: 'ready' });
       return;
     }
@@ -76,11 +81,16 @@ async function handle(msg: ToWorker): Promise<void> {
       progress = setInterval(() => {
         if (count !== reported) send({ type: 'progress', count: (reported = count) });
       }, 25);
+      // Memory under load: sampled, because the lifetime peak (VmHWM) includes start-up.
+      rss.sample();
+      sampler = setInterval(() => rss.sample(), 100);
       await consumer.start(spec.queue, onJob);
       return;
     }
     case 'stop': {
       clearInterval(progress);
+      clearInterval(sampler);
+      rss.sample();
       const cpu = process.cpuUsage(cpuAtGo);
       const statements = spec.countStatements ? diffCounts(statementCounts(), statementsAtGo) : null;
       let stopError: string | null = null;
@@ -97,6 +107,8 @@ async function handle(msg: ToWorker): Promise<void> {
         bursts,
         statements,
         stopError,
+        peakRssKb: rss.kb,
+        readyRssKb,
       };
       send({ type: 'done', report }, () => process.exit(0));
       return;

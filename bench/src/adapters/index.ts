@@ -1,10 +1,13 @@
-/** The systems the harness can measure, by command-line name. Peers are added here. */
+/** The systems the harness can measure, by command-line name. */
 import type { Adapter } from '../adapter.js';
+import { bullmqPgAdapter } from './bullmq-pg.js';
+import { graphileAdapter } from './graphile.js';
+import { pgbossAdapter } from './pgboss.js';
 import { sluiceAdapter } from './sluice.js';
 
-export const adapters: Record<string, Adapter> = {
-  [sluiceAdapter.name]: sluiceAdapter,
-};
+export const adapters: Record<string, Adapter> = Object.fromEntries(
+  [sluiceAdapter, pgbossAdapter, graphileAdapter, bullmqPgAdapter].map((a) => [a.name, a]),
+);
 
 export function adapterNamed(name: string): Adapter {
   const adapter = adapters[name];

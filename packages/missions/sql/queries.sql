@@ -110,3 +110,9 @@ UPDATE missions.submission
 
 -- name: GetSubmission
 SELECT * FROM missions.submission WHERE id = $1;
+
+-- name: RecordGradingError
+-- Only a submission still waiting for its grade: a grade recorded by an earlier attempt stands.
+UPDATE missions.submission
+   SET status = 'error', error = $2, graded_at = now()
+ WHERE id = $1 AND status = 'queued';

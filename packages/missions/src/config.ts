@@ -34,6 +34,8 @@ export interface MissionsConfig {
 
 export const GENERATION_QUEUE = 'missions.generate';
 export const GRADING_QUEUE = 'missions.grade';
+/** Where Sluice sends a grading job that died, so its submission is marked `error`. */
+export const GRADING_DEAD_QUEUE = 'missions.grade.dead';
 export const REFILL_QUEUE = 'missions.refill';
 export const REFILL_SCHEDULE = 'missions.refill';
 

@@ -59,7 +59,7 @@ export async function migrate(pool: pg.Pool): Promise<number[]> {
 export type QueryName =
   | 'LockUser' | 'PickMission' | 'PickMissionWaiting' | 'AnyServable' | 'InsertInstance' | 'CountServe' | 'InsertMission' | 'MissionByJob'
   | 'GetMission' | 'ListMissions' | 'ReviewMission' | 'PoolByDomain' | 'GetInstance'
-  | 'InsertSubmission' | 'SetSubmissionJob' | 'SubmissionForGrading' | 'RecordGrade' | 'GetSubmission';
+  | 'InsertSubmission' | 'SetSubmissionJob' | 'SubmissionForGrading' | 'RecordGrade' | 'RecordGradingError' | 'GetSubmission';
 
 let queries: Map<string, string> | null = null;
 

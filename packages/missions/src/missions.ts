@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { QueueFullError, type Job, type Sluice, type Worker } from 'sluice';
 import { runSuite, sabotage, type EngineOptions, type Saboteur, type SourceFiles } from '@sluice/proof';
-import { GENERATION_QUEUE, GRADING_QUEUE, REFILL_QUEUE, REFILL_SCHEDULE, resolveConfig, type MissionsConfig, type MissionsConfigInput, type QueueLimits } from './config.js';
+import { GENERATION_QUEUE, GRADING_DEAD_QUEUE, GRADING_QUEUE, REFILL_QUEUE, REFILL_SCHEDULE, resolveConfig, type MissionsConfig, type MissionsConfigInput, type QueueLimits } from './config.js';
 import { migrate, sql } from './db.js';
 import { DomainMap } from './domain-map.js';
 import { MissionsError, ProofRejectedError } from './errors.js';
@@ -16,7 +16,8 @@ import { OfflineGenerator, type Generator } from './generator.js';
 import { gradeSuite } from './grading.js';
 import { instanceFromRow, missionFromRow, submissionFromRow } from './rows.js';
 import { Semaphore } from './semaphore.js';
-import type { GenerationJob, GradingJob, Instance, Mission, MissionProof, PoolDomainStats, QaStatus, RequestOutcome, Submission } from './types.js';
+import { probeSandbox } from './sandbox-probe.js';
+import type { DeadGradingJob, GenerationJob, GradingJob, Instance, Mission, MissionProof, PoolDomainStats, QaStatus, RequestOutcome, SandboxStatus, Submission } from './types.js';
 import { serveFromPool } from './warm-pool.js';
 
 export interface MissionsOptions {
@@ -34,6 +35,15 @@ export interface MissionsOptions {
   engine?: EngineOptions;
   /** An LLM saboteur (e.g. `LlmSaboteur.fromEnvironment()`) tried before the offline mutation search. */
   llmSaboteur?: Saboteur | null;
+  /** The sandbox's state when the caller has already probed it (see `sandboxStatus()`). */
+  sandbox?: SandboxStatus;
+}
+
+/** What the platform runs with, for operators (the dashboard's Missions page). */
+export interface PlatformStatus {
+  generator: string;
+  autoApprove: boolean;
+  sandbox: SandboxStatus;
 }
 
 export class Missions {
@@ -48,6 +58,9 @@ export class Missions {
   private readonly engine: EngineOptions;
   private readonly llmSaboteur: Saboteur | null;
   private workers: Worker[] = [];
+  private sandboxProbe: Promise<SandboxStatus> | null = null;
+  /** Handlers running in this process, so `close()` can wait for aborted ones to end. */
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(options: MissionsOptions) {
     this.sluice = options.sluice;
@@ -57,6 +70,7 @@ export class Missions {
     this.engine = options.engine ?? {};
     this.llmSaboteur = options.llmSaboteur ?? null;
     this.generationSemaphore = new Semaphore(this.config.generation.concurrency);
+    if (options.sandbox) this.sandboxProbe = Promise.resolve(options.sandbox);
     if (options.pool) {
       this.pool = options.pool;
       this.ownsPool = false;
@@ -71,7 +85,10 @@ export class Missions {
   async setup(): Promise<void> {
     await migrate(this.pool);
     await this.sluice.queues.put(GENERATION_QUEUE, policyOf(this.config.generation));
-    await this.sluice.queues.put(GRADING_QUEUE, policyOf(this.config.grading));
+    // A grading job that dies is sent here (by Sluice, in the transaction that kills it,
+    // whichever process or sweep does), and its submission is marked `error`.
+    await this.sluice.queues.put(GRADING_DEAD_QUEUE, { concurrency: 2, maxAttempts: 10 });
+    await this.sluice.queues.put(GRADING_QUEUE, { ...policyOf(this.config.grading), deadLetterQueue: GRADING_DEAD_QUEUE });
     // One refill at a time is enough: each is a handful of sends.
     await this.sluice.queues.put(REFILL_QUEUE, { concurrency: 1, maxPending: 10, maxAttempts: 3 });
     if (this.config.refillCron) {
@@ -87,26 +104,59 @@ export class Missions {
     if (generation) {
       this.workers.push(
         this.sluice.work(GENERATION_QUEUE, { concurrency: this.config.generation.concurrency }, (job, { signal }) =>
-          this.generationSemaphore.run(() => this.runGeneration(job as Job<GenerationJob>, signal)),
+          this.track(this.generationSemaphore.run(() => this.runGeneration(job as Job<GenerationJob>, signal))),
         ),
       );
     }
     if (grading) {
       this.workers.push(
-        this.sluice.work(GRADING_QUEUE, { concurrency: this.config.grading.concurrency }, (job) => this.runGrading(job as Job<GradingJob>)),
+        this.sluice.work(GRADING_QUEUE, { concurrency: this.config.grading.concurrency }, (job) => this.track(this.runGrading(job as Job<GradingJob>))),
+        this.sluice.work(GRADING_DEAD_QUEUE, { concurrency: 2 }, (job) => this.recordGradingDeath(job as Job<DeadGradingJob>)),
       );
     }
   }
 
+  /**
+   * Whether proofs and gradings of JavaScript, TypeScript and Python can run here: the
+   * proof engine refuses untrusted code without bubblewrap unless `allowUnsandboxed` is
+   * set. Probed once (a one-test pytest run) and remembered; SQL runs need no sandbox.
+   */
+  sandboxStatus(): Promise<SandboxStatus> {
+    return (this.sandboxProbe ??= probeSandbox(this.engine));
+  }
+
+  async status(): Promise<PlatformStatus> {
+    return { generator: this.generator.kind, autoApprove: this.config.autoApprove, sandbox: await this.sandboxStatus() };
+  }
+
+  /**
+   * Stops the workers: in-flight jobs get `timeoutMs` to finish, then are aborted and given
+   * back to their queue. An aborted proof stops after its current test run, and this waits
+   * for that (at most two runs), so no proof still uses the database when the caller closes it.
+   */
   async stopWorkers(timeoutMs = 30_000): Promise<void> {
     const workers = this.workers;
     this.workers = [];
     await Promise.all(workers.map((w) => w.stop({ timeoutMs })));
+    const leftovers = [...this.inFlight].map((p) => p.catch(() => undefined));
+    if (leftovers.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(leftovers),
+      new Promise((resolve) => (timer = setTimeout(resolve, this.config.runTimeoutMs * 2 + 5_000))),
+    ]);
+    clearTimeout(timer);
   }
 
-  async close(): Promise<void> {
-    await this.stopWorkers();
+  async close(timeoutMs = 30_000): Promise<void> {
+    await this.stopWorkers(timeoutMs);
     if (this.ownsPool) await this.pool.end();
+  }
+
+  private track<T>(handler: Promise<T>): Promise<T> {
+    this.inFlight.add(handler);
+    handler.then(() => this.inFlight.delete(handler), () => this.inFlight.delete(handler));
+    return handler;
   }
 
   // ---- Requests and the warm pool ----------------------------------------------------
@@ -286,6 +336,16 @@ export class Missions {
     const grade = gradeSuite(suite);
     await this.pool.query(sql('RecordGrade'), [job.data.submissionId, grade.passed ? 'passed' : 'failed', grade]);
     return { submissionId: job.data.submissionId, passed: grade.passed };
+  }
+
+  /** A grading job died: its submission will never be graded, so it says why instead of staying `queued`. */
+  private async recordGradingDeath(job: Job<DeadGradingJob>): Promise<{ submissionId: string; marked: boolean }> {
+    const submissionId = String(job.data.data?.submissionId ?? '');
+    if (!/^\d{1,18}$/.test(submissionId)) return { submissionId, marked: false };
+    const last = job.data.errors?.at(-1);
+    const reason = `grading failed after ${job.data.attempts} attempt(s): ${last?.message ?? 'the grading job died'}`;
+    const { rowCount } = await this.pool.query(sql('RecordGradingError'), [submissionId, reason.slice(0, 2000)]);
+    return { submissionId, marked: rowCount === 1 };
   }
 }
 

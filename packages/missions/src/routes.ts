@@ -9,6 +9,7 @@
  *   GET  /api/missions/:id                QA (admin)
  *   POST /api/missions/:id/approve|reject { note? } (admin)
  *   GET  /api/missions/pool               servable / pending / retired per domain (admin)
+ *   GET  /api/missions/status             generator, auto-approval, whether the sandbox works (admin)
  *
  * The generation job's progress is Sluice's own `GET /api/jobs/:id`. Authentication is the
  * host's: it passes the hooks that check the candidate (API) and admin tokens. Errors are
@@ -38,12 +39,10 @@ export async function missionsRoutes(app: FastifyInstance, { missions, apiAuth, 
       if (err instanceof QueueFullError || err instanceof KeyLimitError) reply.header('retry-after', String(err.retryAfterSeconds));
       return fail(reply, httpStatusOf(err.code), err.code, err.message);
     }
-    const fastifyError = err as FastifyError;
-    if (fastifyError.validation) return fail(reply, 400, 'validation', err.message);
-    const status = fastifyError.statusCode ?? 500;
-    if (status >= 400 && status < 500) return fail(reply, status, 'validation', err.message);
-    request.log.error({ err }, 'request failed');
-    return fail(reply, 500, 'internal', 'internal server error');
+    if ((err as FastifyError).validation) return fail(reply, 400, 'validation', err.message);
+    // Anything else (the host's 401/403, a 413 or 415, an unexpected failure) goes to the
+    // host's error handler, so these routes answer exactly like the server's own.
+    throw err;
   });
 
   app.post<{ Body: { userId: string; role: string } }>('/api/missions/request', {
@@ -83,6 +82,8 @@ export async function missionsRoutes(app: FastifyInstance, { missions, apiAuth, 
   );
 
   app.get('/api/missions/pool', { onRequest: adminAuth }, async () => ({ domains: await missions.poolStats() }));
+
+  app.get('/api/missions/status', { onRequest: adminAuth }, () => missions.status());
 
   app.get<{ Querystring: { qaStatus?: QaStatus; limit?: number } }>('/api/missions', {
     onRequest: adminAuth,

@@ -50,6 +50,7 @@ export function submissionFromRow(r: Row): Submission {
     status: r.status,
     gradingJobId: r.grading_job_id,
     result: r.result,
+    error: r.error ?? null,
     createdAt: r.created_at,
     gradedAt: r.graded_at,
   };

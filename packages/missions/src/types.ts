@@ -61,9 +61,12 @@ export interface GradeResult {
 export interface Submission {
   id: string;
   instanceId: string;
-  status: 'queued' | 'passed' | 'failed';
+  /** `error`: the grading job died (see `error`); the code was never judged. */
+  status: 'queued' | 'passed' | 'failed' | 'error';
   gradingJobId: string | null;
   result: GradeResult | null;
+  /** Why grading could not run, when `status` is `error`. */
+  error: string | null;
   createdAt: Date;
   gradedAt: Date | null;
 }
@@ -91,4 +94,21 @@ export interface GenerationJob {
 
 export interface GradingJob {
   submissionId: string;
+}
+
+/** The payload Sluice sends to the grading queue's dead-letter queue when a grading job dies. */
+export interface DeadGradingJob {
+  jobId: string;
+  queue: string;
+  data: GradingJob;
+  key: string | null;
+  attempts: number;
+  errors: { message?: string; name?: string }[];
+}
+
+/** Whether this process can run untrusted code in a sandbox, and why not. */
+export interface SandboxStatus {
+  /** `isolated`: bubblewrap works; `unsandboxed`: runs without isolation (allowUnsandboxed); `unavailable`: runs are refused. */
+  state: 'isolated' | 'unsandboxed' | 'unavailable';
+  detail: string;
 }

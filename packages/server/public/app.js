@@ -108,7 +108,20 @@ function showApp() {
   $('login').hidden = true;
   $('sign-out').hidden = false;
   $('job-lookup').hidden = false;
+  discoverMissions();
   route();
+}
+
+// The missions platform is an application the server may or may not run: its pages show
+// when the API description lists its routes (asking it directly would log a 404 when not).
+async function discoverMissions() {
+  try {
+    const response = await fetch('/openapi.json');
+    const spec = response.ok ? await response.json() : null;
+    $('nav-missions').hidden = !spec?.paths?.['/api/missions/pool'];
+  } catch {
+    $('nav-missions').hidden = true;
+  }
 }
 
 // ---- routing and polling ---------------------------------------------------------------
@@ -152,6 +165,8 @@ function route() {
   if ((match = /^#\/jobs\/(\d+)$/.exec(hash))) current = jobView(match[1]);
   else if ((match = /^#\/queues\/([^/]+)$/.exec(hash))) current = policyView(decodeURIComponent(match[1]));
   else if (hash === '#/dead' || hash.startsWith('#/dead?')) current = deadLettersView();
+  else if (hash === '#/missions') current = missionsView();
+  else if (hash === '#/missions/qa') current = qaView();
   else current = overviewView();
   $('view').replaceChildren(current.root);
   document.title = `${current.title} · Sluice`;
@@ -425,6 +440,149 @@ function policyView(name) {
             h('span', { class: 'hint', id: `${id}-hint` }, hint));
         }),
         h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Save policy'), h('a', { href: '#/' }, 'Back to queues')));
+    },
+  };
+}
+
+// ---- missions: the warm pool and the generation queue ------------------------------------
+
+const MISSION_QUEUES = ['missions.generate', 'missions.grade'];
+
+function sandboxNote(status) {
+  const ok = status.sandbox.state === 'isolated';
+  return h('p', { id: 'missions-sandbox', class: ok ? 'note' : 'note warning', 'data-state': status.sandbox.state },
+    ok ? 'Sandbox: ' : 'Sandbox problem: ', status.sandbox.detail);
+}
+
+function missionsView() {
+  const body = h('div');
+  const root = h('section', { 'aria-labelledby': 'missions-title' }, h('h2', { id: 'missions-title' }, 'Missions'), body);
+  return {
+    title: 'Missions',
+    root,
+    live: true,
+    async refresh() {
+      const [status, pool, queues] = await Promise.all([
+        apiCall('GET', '/api/missions/status'),
+        apiCall('GET', '/api/missions/pool'),
+        apiCall('GET', '/api/queues'),
+      ]);
+      const shown = queues.queues.filter((q) => MISSION_QUEUES.includes(q.name));
+      const charts = await Promise.all(
+        shown.map((q) => apiCall('GET', `/api/queues/${encodeURIComponent(q.name)}/throughput`).then((r) => r.buckets)),
+      );
+      const pending = pool.domains.reduce((n, d) => n + d.pending, 0);
+      const rows = pool.domains.map((d) => h('tr', { 'data-domain': d.domain },
+        h('th', { scope: 'row' }, d.domain),
+        h('td', { 'data-field': 'servable' }, d.servable),
+        h('td', { 'data-field': 'pending' }, d.pending),
+        h('td', { 'data-field': 'retired' }, d.retired),
+        h('td', { 'data-field': 'serves' }, d.serves)));
+      body.replaceChildren(
+        sandboxNote(status),
+        h('p', {}, `Generator: ${status.generator}. `, status.autoApprove ? 'Proven missions are served at once (auto-approve).' : 'Proven missions wait for QA review before they are served.'),
+        h('h3', {}, 'Warm pool per domain'),
+        rows.length
+          ? h('table', { id: 'pool-table', 'aria-label': 'Warm pool per domain' },
+            h('thead', {}, h('tr', {}, ...['Domain', 'Servable', 'Pending review', 'Retired', 'Serves'].map((t) => h('th', { scope: 'col' }, t)))),
+            h('tbody', {}, rows))
+          : h('p', {}, 'No missions yet: request one (POST /api/missions/request), or wait for the refill schedule.'),
+        h('p', {}, h('a', { href: '#/missions/qa', id: 'qa-link' }, `QA review: ${pending} mission(s) pending`)),
+        h('h3', {}, 'Generation and grading queues'),
+        h('div', { class: 'queues' }, shown.map((q, i) => queueCard(q, charts[i]))));
+    },
+  };
+}
+
+// ---- missions: QA review -----------------------------------------------------------------
+
+/** A line diff (longest common subsequence): [' ' | '-' | '+', line] for each line. */
+function lineDiff(before, after) {
+  const a = before.split('\n');
+  const b = after.split('\n');
+  const lcs = Array.from({ length: a.length + 1 }, () => new Uint32Array(b.length + 1));
+  for (let i = a.length - 1; i >= 0; i--) {
+    for (let j = b.length - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  }
+  const out = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    if (a[i] === b[j]) {
+      out.push([' ', a[i++]]);
+      j++;
+    } else if (lcs[i + 1][j] >= lcs[i][j + 1]) out.push(['-', a[i++]]);
+    else out.push(['+', b[j++]]);
+  }
+  while (i < a.length) out.push(['-', a[i++]]);
+  while (j < b.length) out.push(['+', b[j++]]);
+  return out;
+}
+
+const DIFF_CONTEXT = 3;
+
+/** The diff as text lines; unchanged runs far from a change fold into one "… n unchanged lines". */
+function diffBlock(path, gold, sabotaged) {
+  const lines = lineDiff(gold ?? '', sabotaged ?? '');
+  const near = lines.map((_, i) => lines.slice(Math.max(0, i - DIFF_CONTEXT), i + DIFF_CONTEXT + 1).some(([op]) => op !== ' '));
+  const pre = h('pre', { class: 'diff', 'data-file': path });
+  let folded = 0;
+  const flush = () => {
+    if (folded) pre.append(h('span', { class: 'line fold' }, `… ${folded} unchanged line(s)\n`));
+    folded = 0;
+  };
+  lines.forEach(([op, text], i) => {
+    if (op === ' ' && !near[i]) return void folded++;
+    flush();
+    pre.append(h('span', { class: `line ${op === '-' ? 'del' : op === '+' ? 'add' : 'same'}` }, `${op} ${text}\n`));
+  });
+  flush();
+  return [h('h5', {}, path), pre];
+}
+
+function missionCard(m) {
+  const note = h('input', { id: `note-${m.id}`, name: 'note', maxlength: 2000 });
+  const review = (decision) => act(`${decision} mission ${m.id}`, async () => {
+    const body = note.value.trim() ? { note: note.value.trim() } : undefined;
+    await apiCall('POST', `/api/missions/${m.id}/${decision}`, body);
+    return `mission ${m.id} ${decision === 'approve' ? 'approved: it can be served now' : 'rejected: it will never be served'}`;
+  });
+  const files = [...new Set([...Object.keys(m.gold), ...Object.keys(m.sabotaged)])].sort();
+  const verdict = h('table', { class: 'verdict' },
+    h('thead', {}, h('tr', {}, ...['Test', 'Gold', 'Sabotaged', 'Proves the bug'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', {}, m.proof.tests.map((t) => h('tr', {}, h('td', {}, t.id), h('td', {}, t.gold), h('td', {}, t.sabotaged), h('td', {}, t.ok ? 'yes' : 'NO')))));
+  const field = (label, value) => [h('dt', {}, label), h('dd', {}, value)];
+  return h('article', { class: 'mission', 'data-mission': m.id, 'aria-labelledby': `mission-${m.id}` },
+    h('h3', { id: `mission-${m.id}` }, `#${m.id} · ${m.title}`),
+    h('dl', { class: 'fields' },
+      field('Domain', m.domain), field('Language', m.language), field('Source', m.source),
+      field('Saboteur', m.saboteur), field('Created', fmtTime(m.createdAt))),
+    h('h4', {}, 'Brief'), h('p', { class: 'brief' }, m.brief),
+    h('h4', {}, 'Planted bug'), h('p', { class: 'bug' }, m.bugDescription), m.hint ? h('p', { class: 'legend' }, `Hint: ${m.hint}`) : null,
+    h('h4', {}, 'Gold (−) vs sabotaged (+)'), files.flatMap((path) => diffBlock(path, m.gold[path], m.sabotaged[path])),
+    h('h4', {}, 'Proof'), h('p', { class: 'proof-summary' }, m.proof.summary), verdict,
+    h('div', { class: 'actions' },
+      h('label', { for: `note-${m.id}` }, 'Note'), note,
+      h('button', { type: 'button', on: { click: () => review('approve') } }, `Approve #${m.id}`),
+      h('button', { type: 'button', class: 'danger', on: { click: () => review('reject') } }, `Reject #${m.id}`)));
+}
+
+function qaView() {
+  const list = h('div', { id: 'qa-list' });
+  const summary = h('p', { id: 'qa-summary' });
+  const root = h('section', { 'aria-labelledby': 'qa-title' },
+    h('h2', { id: 'qa-title' }, 'Missions: QA review'),
+    h('p', {}, h('a', { href: '#/missions' }, 'Back to the pool'), ' · ', h('button', { type: 'button', on: { click: () => refresh() } }, 'Refresh')),
+    summary, list);
+  return {
+    title: 'QA review',
+    root,
+    // Not polled: a reviewer's note must not vanish under a refresh.
+    live: false,
+    async refresh() {
+      const { missions } = await apiCall('GET', '/api/missions?qaStatus=pending&limit=50');
+      summary.textContent = missions.length ? `${missions.length} mission(s) waiting for review, oldest first.` : 'Nothing waits for review.';
+      list.replaceChildren(...missions.map(missionCard));
     },
   };
 }

@@ -7,8 +7,8 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { Sluice } from 'sluice';
 import { requireToken } from './auth.js';
 import { errorResponse } from './schemas.js';
-import type { RouteContext } from './context.js';
-import { installErrorHandlers } from './http-errors.js';
+import type { AppPlugin, RouteContext } from './context.js';
+import { clientErrorHandler, frameworkErrorHandler, installErrorHandlers } from './http-errors.js';
 import { adminRoutes } from './routes/admin.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { jobRoutes } from './routes/jobs.js';
@@ -24,6 +24,8 @@ export interface AppOptions {
   maxBodyBytes?: number;
   /** Fastify's logger option; default: no request logging. */
   logger?: FastifyServerOptions['logger'];
+  /** Applications' routes, mounted after the server's own with the same token checks. */
+  plugins?: AppPlugin[];
 }
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -36,7 +38,7 @@ const SECURITY_HEADERS: Record<string, string> = {
   'cross-origin-opener-policy': 'same-origin',
 };
 
-export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, logger = false }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, logger = false, plugins = [] }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger,
     bodyLimit: maxBodyBytes,
@@ -45,6 +47,9 @@ export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, log
     return503OnClosing: true,
     // Requests are counted by the metrics; logging each one would drown the errors.
     logController: new LogController({ disableRequestLogging: true }),
+    // Bad URLs and unparsable requests get the API's error shape too.
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
   });
   installErrorHandlers(app);
   // The API speaks JSON only: any other body is a 415.
@@ -81,5 +86,6 @@ export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, log
   adminRoutes(app, context);
   systemRoutes(app, context);
   dashboardRoutes(app);
+  for (const plugin of plugins) await plugin(app, context);
   return app;
 }

@@ -5,7 +5,7 @@
  * Its password is generated once and kept next to it (mode 0600).
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { loadEmbeddedPostgres } from '@sluice/embedded-postgres';
@@ -45,11 +45,30 @@ const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
  */
 async function importWithoutSignalHandlers() {
   const before = new Map(SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
-  const { EmbeddedPostgres: EmbeddedPostgresServer } = await loadEmbeddedPostgres();
+  const { EmbeddedPostgres: EmbeddedPostgresServer, nativeDir } = await loadEmbeddedPostgres();
   for (const signal of SIGNALS) {
     for (const listener of process.listeners(signal)) if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
   }
-  return EmbeddedPostgresServer;
+  return { EmbeddedPostgresServer, nativeDir };
+}
+
+/**
+ * The embedded binaries ship no pgTAP, which the proof engine's SQL runs need. pgTAP is
+ * pure SQL, so Debian's extension files (postgresql-<major>-pgtap) are copied next to the
+ * server's own before it starts. Without the Debian package SQL proofs report
+ * pgtap_unavailable; nothing else needs it. Returns whether pgTAP is available.
+ */
+function installPgtap(nativeDir: string): boolean {
+  const major = (JSON.parse(readFileSync(join(nativeDir, '..', 'package.json'), 'utf8')) as { version: string }).version.split('.')[0];
+  const source = `/usr/share/postgresql/${major}/extension`;
+  const target = join(nativeDir, 'share', 'postgresql', 'extension');
+  const files = existsSync(source) ? readdirSync(source).filter((f) => /^pgtap.*\.(sql|control)$/.test(f)) : [];
+  if (!files.includes('pgtap.control') || !existsSync(target)) return false;
+  for (const file of files) {
+    const to = join(target, file);
+    if (!existsSync(to) || statSync(to).size !== statSync(join(source, file)).size) copyFileSync(join(source, file), to);
+  }
+  return true;
 }
 
 const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
@@ -64,7 +83,12 @@ export async function startEmbeddedPostgres({
   port?: number;
   log?: (line: string) => void;
 }): Promise<EmbeddedPostgres> {
-  const EmbeddedPostgresServer = await importWithoutSignalHandlers();
+  const { EmbeddedPostgresServer, nativeDir } = await importWithoutSignalHandlers();
+  try {
+    if (!installPgtap(nativeDir)) log('embedded PostgreSQL: no pgTAP (apt-get install postgresql-15-pgtap for SQL proofs)');
+  } catch (err) {
+    log(`embedded PostgreSQL: could not install pgTAP: ${(err as Error).message}`);
+  }
   const parent = dirname(dataDir);
   mkdirSync(parent, { recursive: true });
   if (isRoot()) {

@@ -1,10 +1,14 @@
 /**
  * Every error answer is `{ error: <stable code>, message }`. Library errors map to HTTP
  * through `httpStatusOf` (one table for every front end); Fastify's own errors (bad JSON,
- * schema validation, body too large, wrong content type, unknown route) get codes here.
+ * a body that is not UTF-8, schema validation, body too large, wrong content type, unknown
+ * route, an undecodable URL) and requests Node's HTTP parser refuses get codes here.
  */
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { Duplex } from 'node:stream';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { KeyLimitError, QueueFullError, SluiceError, ValidationError, httpStatusOf } from 'sluice';
+import { installJsonBodyParser } from './json-body.js';
+import { STORABLE_TEXT } from './schemas.js';
 
 /**
  * An error the server itself raises, with its own stable code (`unauthorized`,
@@ -35,7 +39,52 @@ function isPayloadTooLarge(err: ValidationError): boolean {
   return /over the limit of \d+/.test(err.message);
 }
 
+/**
+ * For Fastify's `frameworkErrors` option: a URL that does not decode (400) or a path
+ * parameter over the router's length limit (414) is refused before any route runs; this
+ * gives those answers the one error shape too.
+ */
+export function frameworkErrorHandler(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') void send(reply, 414, 'uri_too_long', 'a path segment is longer than the limit');
+  else void send(reply, 400, 'validation', err.message);
+}
+
+/** Ajv's words, except for the storable-text pattern, whose regular expression explains nothing. */
+function validationMessage(err: FastifyError): string {
+  const first = err.validation?.[0];
+  if (first?.keyword === 'pattern' && (first.params as { pattern?: string }).pattern === STORABLE_TEXT) {
+    const where = `${err.validationContext ?? 'body'}${first.instancePath}`;
+    return `${where} must not contain NUL characters or unpaired surrogates (PostgreSQL cannot store them)`;
+  }
+  return err.message;
+}
+
+/**
+ * For Fastify's `clientErrorHandler` option: a request Node's HTTP parser rejects (a
+ * control character in a header, a broken chunked body, Content-Length with
+ * Transfer-Encoding) never reaches Fastify; this answers it with the one error shape.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, reason, error, message] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'Request Timeout', 'timeout', 'the request took too long to arrive']
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', 'headers_too_large', 'the request headers are too large']
+        : [400, 'Bad Request', 'validation', 'the request is not valid HTTP/1.1'];
+  const body = JSON.stringify({ error, message } satisfies ErrorBody);
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
 export function installErrorHandlers(app: FastifyInstance): void {
+  // A body that is not UTF-8 is bad input like malformed JSON, refused with the same shape.
+  installJsonBodyParser(app);
   app.setNotFoundHandler((request, reply) => send(reply, 404, 'not_found', `no route for ${request.method} ${request.url.split('?')[0]}`));
 
   app.setErrorHandler((err: FastifyError | Error, request, reply) => {
@@ -48,7 +97,7 @@ export function installErrorHandlers(app: FastifyInstance): void {
       return send(reply, status, err.code, err.message);
     }
     const fastifyError = err as FastifyError;
-    if (fastifyError.validation) return send(reply, 400, 'validation', err.message);
+    if (fastifyError.validation) return send(reply, 400, 'validation', validationMessage(fastifyError));
     const status = fastifyError.statusCode ?? 500;
     if (status === 413) return send(reply, 413, 'payload_too_large', err.message);
     if (status === 415) return send(reply, 415, 'unsupported_media_type', err.message);

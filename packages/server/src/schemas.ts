@@ -1,5 +1,13 @@
 /** JSON schemas shared by the routes: they validate requests and feed /openapi.json. */
 
+/**
+ * Free text that PostgreSQL can store: no NUL and no unpaired UTF-16 surrogate (ajv runs
+ * patterns with the u flag, so a proper pair is one code point and passes).
+ */
+export const STORABLE_TEXT = '^[^\\u0000\\ud800-\\udfff]*$';
+const text = (maxLength: number, description?: string) =>
+  ({ type: 'string', minLength: 1, maxLength, pattern: STORABLE_TEXT, ...(description ? { description } : {}) }) as const;
+
 export const queueName = { type: 'string', minLength: 1, maxLength: 128, description: 'queue name (the library checks its characters)' } as const;
 export const jobId = { type: 'string', pattern: '^[0-9]{1,19}$', description: 'job id' } as const;
 const optionalInt = (minimum: number, maximum?: number) =>
@@ -10,8 +18,8 @@ export const queueParams = { type: 'object', required: ['queue'], properties: { 
 export const jobParams = { type: 'object', required: ['id'], properties: { id: jobId } } as const;
 
 const sendOptions = {
-  key: { type: 'string', minLength: 1, maxLength: 512, description: 'the key per-key limits count by (a user, a tenant)' },
-  singletonKey: { type: 'string', minLength: 1, maxLength: 512, description: 'at most one unfinished job with this key' },
+  key: text(512, 'the key per-key limits count by (a user, a tenant)'),
+  singletonKey: text(512, 'at most one unfinished job with this key'),
   runAt: { type: 'string', format: 'date-time', description: 'do not start before this time' },
   delayMs: optionalInt(0),
   priority: { type: 'integer', description: 'higher runs first' },
@@ -72,11 +80,11 @@ export const claimBody = {
   properties: {
     max: { ...optionalInt(1, 1000), description: 'most jobs to claim (default 1)' },
     leaseSeconds: { ...optionalInt(1, 7 * 86_400), description: "the lease to hold (default: the queue's leaseSeconds)" },
-    workerId: { type: 'string', minLength: 1, maxLength: 200, description: 'shown in job history' },
+    workerId: text(200, 'shown in job history'),
   },
 } as const;
 
-const leaseToken = { type: 'string', minLength: 1, maxLength: 200 } as const;
+const leaseToken = text(200);
 
 export const heartbeatBody = {
   type: 'object',
@@ -103,9 +111,9 @@ export const failBody = {
       required: ['message'],
       additionalProperties: false,
       properties: {
-        message: { type: 'string', maxLength: 10_000 },
-        name: { type: 'string', maxLength: 200 },
-        stack: { type: 'string', maxLength: 100_000 },
+        message: { type: 'string', maxLength: 10_000, pattern: STORABLE_TEXT },
+        name: { type: 'string', maxLength: 200, pattern: STORABLE_TEXT },
+        stack: { type: 'string', maxLength: 100_000, pattern: STORABLE_TEXT },
       },
     },
   },
@@ -116,7 +124,7 @@ export const deadLetterFilter = {
   additionalProperties: false,
   properties: {
     queue: queueName,
-    errorContains: { type: 'string', minLength: 1, maxLength: 1000 },
+    errorContains: text(1000),
     since: { type: 'string', format: 'date-time' },
     until: { type: 'string', format: 'date-time' },
   },

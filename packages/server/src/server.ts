@@ -1,13 +1,15 @@
 /**
  * Starts the whole server from a configuration: the database (DATABASE_URL or an embedded
- * PostgreSQL under the data directory), migrations, the maintenance tick, the app, and a
- * `close()` that stops accepting, lets in-flight requests finish, closes Sluice and then
- * the embedded database. `main.ts` and `sluice serve` both run this.
+ * PostgreSQL under the data directory), migrations, the maintenance tick, the extensions
+ * (applications such as the missions platform), the app, and a `close()` that stops
+ * accepting, lets in-flight requests finish, stops the extensions, closes Sluice and then
+ * the embedded database. `main.ts`, the missions platform and `sluice serve` run this.
  */
 import type { FastifyInstance } from 'fastify';
 import { Sluice } from 'sluice';
 import { buildApp } from './app.js';
-import type { ServerConfig } from './config.js';
+import { ConfigError, loadConfig, usage, type ServerConfig } from './config.js';
+import type { ServerExtension } from './context.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
 import { loadOrCreateTokens } from './tokens.js';
 
@@ -21,10 +23,23 @@ export interface RunningServer {
 /** The queue a newcomer finds on first start: small caps, so refusals are easy to see. */
 export const DEMO_QUEUE = { name: 'demo', policy: { concurrency: 5, maxPerKey: 3, maxPending: 100, maxAttempts: 3 } } as const;
 
-export async function startServer(config: ServerConfig, print: (line: string) => void = console.log): Promise<RunningServer> {
+export interface StartOptions {
+  /** Applications to run in this process, started in order and stopped in reverse. */
+  extensions?: ServerExtension[];
+}
+
+export async function startServer(
+  config: ServerConfig,
+  print: (line: string) => void = console.log,
+  { extensions = [] }: StartOptions = {},
+): Promise<RunningServer> {
   const tokens = loadOrCreateTokens(config.dataDir, { apiToken: config.apiToken, adminToken: config.adminToken });
   let embedded: EmbeddedPostgres | null = null;
   let sluice: Sluice | null = null;
+  const started: ServerExtension[] = [];
+  const stopExtensions = async (timeoutMs: number) => {
+    for (const extension of started.splice(0).reverse()) await extension.stop?.({ timeoutMs });
+  };
   try {
     let databaseUrl = config.databaseUrl;
     if (!databaseUrl) {
@@ -40,12 +55,21 @@ export async function startServer(config: ServerConfig, print: (line: string) =>
       print(`created queue "${DEMO_QUEUE.name}" (concurrency 5, maxPerKey 3, maxPending 100): the database had no queues`);
     }
     sluice.startMaintenance({ intervalMs: config.maintenanceIntervalMs });
+    for (const extension of extensions) {
+      try {
+        await extension.start?.({ sluice, databaseUrl, print });
+      } catch (err) {
+        throw new Error(`${extension.name} did not start: ${(err as Error).message}`, { cause: err });
+      }
+      started.push(extension);
+    }
 
     const app = await buildApp({
       sluice,
       tokens,
       maxBodyBytes: config.maxBodyBytes,
       logger: { level: config.logLevel, redact: ['req.headers.authorization'] },
+      plugins: extensions.flatMap((e) => (e.register ? [e.register] : [])),
     });
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address() as { port: number };
@@ -71,13 +95,77 @@ export async function startServer(config: ServerConfig, print: (line: string) =>
       close: () =>
         (closing ??= (async () => {
           await app.close();
+          await stopExtensions(config.shutdownTimeoutMs);
           await running.close({ timeoutMs: config.shutdownTimeoutMs });
           await db?.stop();
         })()),
     };
   } catch (err) {
+    await stopExtensions(0).catch(() => undefined);
     await sluice?.close({ timeoutMs: 0 }).catch(() => undefined);
     await embedded?.stop().catch(() => undefined);
     throw err;
+  }
+}
+
+/**
+ * What a server executable does (`main.ts`, the missions platform's): reads the
+ * configuration (exit 2 with the reason when it is bad), starts, and on SIGTERM or SIGINT
+ * stops accepting, drains, stops the embedded database and exits 0.
+ */
+export async function runFromCommandLine({
+  program = 'sluice-server',
+  argv = process.argv.slice(2),
+  env = process.env,
+  extraUsage = '',
+  extensions = () => [],
+}: {
+  program?: string;
+  argv?: string[];
+  env?: NodeJS.ProcessEnv;
+  /** Appended to the usage text: the extensions' own settings. */
+  extraUsage?: string;
+  /** Built after the configuration is read, so a bad setting exits 2 before anything starts. */
+  extensions?: (config: ServerConfig) => ServerExtension[];
+} = {}): Promise<void> {
+  let config;
+  let built: ServerExtension[];
+  try {
+    config = loadConfig(argv, env);
+    built = config.help ? [] : extensions(config);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${program}: ${err.message}\n${usage().replace('sluice-server', program)}${extraUsage}`);
+    process.exit(2);
+  }
+  if (config.help) {
+    process.stdout.write(`${usage().replace('sluice-server', program)}${extraUsage}`);
+    process.exit(0);
+  }
+
+  const print = (line: string) => void process.stdout.write(`${line}\n`);
+  try {
+    const server = await startServer(config, print, { extensions: built });
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      print(`${signal}: stopping (no new requests; draining)`);
+      server.close().then(
+        () => {
+          print('stopped');
+          process.exit(0);
+        },
+        (err: unknown) => {
+          process.stderr.write(`${program}: error while stopping: ${(err as Error).message}\n`);
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+  } catch (err) {
+    process.stderr.write(`${program}: ${(err as Error).message}\n`);
+    process.exit(1);
   }
 }

@@ -71,6 +71,7 @@ test('sign in, read counts, replay a dead job from the dashboard, render data as
   await waitFor(async () => (await text(page, `${card} [data-kind="ready"] .value`)) === '3 / 50', { message: 'ready 3 / 50' });
   assert.equal(await text(page, `${card} [data-kind="active"] .value`), '0 / 4');
   assert.equal(await text(page, `${card} [data-field="dead"] dd`), '0');
+  assert.equal(await page.locator('#nav-missions').isHidden(), true, 'no Missions link: this server mounts no missions routes');
 
   // A job dies through the pull-worker path; the dashboard's live update shows it.
   const [job] = await sluice.claim('emails', { max: 1 });

@@ -4,12 +4,15 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { waitFor } from '@sluice/testkit';
+import { createTestDatabase, waitFor } from '@sluice/testkit';
+import { loadConfig } from '../src/config.js';
+import type { ServerExtension } from '../src/context.js';
+import { startServer } from '../src/server.js';
 import { call } from './helpers.js';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
@@ -86,4 +89,39 @@ test('bad configuration exits 2 with the reason', async () => {
   const [code] = await once(child, 'exit');
   assert.equal(code, 2);
   assert.match(err, /--port must be an integer/);
+});
+
+test('extensions: started after migrations, routes behind the server tokens, stopped on close; a failed start undoes the rest', async () => {
+  const db = await createTestDatabase();
+  const events: string[] = [];
+  const extension = (name: string, fail = false): ServerExtension => ({
+    name,
+    async start({ sluice, databaseUrl }) {
+      assert.equal(databaseUrl, db.url);
+      await sluice.queues.list(); // the schema is migrated before extensions start
+      if (fail) throw new Error('no luck');
+      events.push(`start ${name}`);
+    },
+    register: (app, { apiAuth }) => {
+      app.get(`/api/${name}/hello`, { preHandler: apiAuth }, async () => ({ hello: name }));
+    },
+    async stop({ timeoutMs }) {
+      events.push(`stop ${name} within ${timeoutMs} ms`);
+    },
+  });
+  const config = { ...loadConfig(['--port', '0', '--no-demo-queue'], { DATABASE_URL: db.url, SLUICE_DATA_DIR: join(dataDir, 'extensions'), SLUICE_SHUTDOWN_TIMEOUT_MS: '1234' }), logLevel: 'warn' };
+  try {
+    const server = await startServer(config, () => {}, { extensions: [extension('first'), extension('second')] });
+    const tokens = JSON.parse(readFileSync(join(dataDir, 'extensions', 'tokens.json'), 'utf8'));
+    assert.equal((await call(server.url, 'GET', '/api/first/hello')).status, 401, 'the server token check guards extension routes');
+    assert.deepEqual((await call(server.url, 'GET', '/api/second/hello', { token: tokens.apiToken })).body, { hello: 'second' });
+    await server.close();
+    assert.deepEqual(events, ['start first', 'start second', 'stop second within 1234 ms', 'stop first within 1234 ms']);
+
+    events.length = 0;
+    await assert.rejects(startServer(config, () => {}, { extensions: [extension('first'), extension('broken', true)] }), /broken did not start: no luck/);
+    assert.deepEqual(events, ['start first', 'stop first within 0 ms']);
+  } finally {
+    await db.drop();
+  }
 });

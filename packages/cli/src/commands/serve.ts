@@ -1,6 +1,7 @@
 /**
- * `sluice serve`: the Sluice server (HTTP API, pull-worker API, dashboard), as `npm start`
- * runs it, until SIGINT or SIGTERM; then it stops accepting, drains and exits 0.
+ * `sluice serve`: the Sluice server (HTTP API, pull-worker API, dashboard) on its own,
+ * without the missions platform that `npm start` adds, until SIGINT or SIGTERM; then it
+ * stops accepting, drains and exits 0.
  *
  * The server package is loaded at run time, so the rest of the command line does not
  * load Fastify; its shape is declared here.

@@ -19,11 +19,13 @@ function sendOptionsOf(body: SendRequestBody): SendOptions {
   return { ...rest, ...(runAt !== undefined ? { runAt: new Date(runAt) } : {}) };
 }
 
+// Every route checks its token on `onRequest`: an unauthenticated request is answered 401
+// before its body is read, parsed or validated.
 export function jobRoutes(app: FastifyInstance, { sluice, apiAuth, adminAuth }: RouteContext): void {
   app.post<{ Params: { queue: string }; Body: SendRequestBody }>(
     '/api/queues/:queue/jobs',
     {
-      preHandler: apiAuth,
+      onRequest: apiAuth,
       schema: {
         tags: ['producers'],
         summary: 'Enqueue one job: 202 once committed, 200 for a singleton hit, 503 shed, 429 key at its limit',
@@ -42,7 +44,7 @@ export function jobRoutes(app: FastifyInstance, { sluice, apiAuth, adminAuth }: 
   app.post<{ Params: { queue: string }; Body: { jobs: SendRequestBody[] } }>(
     '/api/queues/:queue/jobs/bulk',
     {
-      preHandler: apiAuth,
+      onRequest: apiAuth,
       schema: {
         tags: ['producers'],
         summary: 'Enqueue many jobs in one statement; admission is all-or-nothing',
@@ -59,7 +61,7 @@ export function jobRoutes(app: FastifyInstance, { sluice, apiAuth, adminAuth }: 
 
   app.get<{ Params: { id: string } }>(
     '/api/jobs/:id',
-    { preHandler: apiAuth, schema: { tags: ['producers'], summary: 'A job: payload, state, attempts and their errors, timings', params: jobParams } },
+    { onRequest: apiAuth, schema: { tags: ['producers'], summary: 'A job: payload, state, attempts and their errors, timings', params: jobParams } },
     async (request) => {
       const job = await sluice.get(request.params.id);
       if (!job) throw new JobNotFoundError(request.params.id);
@@ -69,13 +71,13 @@ export function jobRoutes(app: FastifyInstance, { sluice, apiAuth, adminAuth }: 
 
   app.post<{ Params: { id: string } }>(
     '/api/jobs/:id/cancel',
-    { preHandler: adminAuth, schema: { tags: ['admin'], summary: 'Cancel a pending or active job', params: jobParams } },
+    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Cancel a pending or active job', params: jobParams } },
     async (request) => sluice.cancel(request.params.id),
   );
 
   app.post<{ Params: { id: string } }>(
     '/api/jobs/:id/replay',
-    { preHandler: adminAuth, schema: { tags: ['admin'], summary: 'Replay a dead or cancelled job', params: jobParams } },
+    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Replay a dead or cancelled job', params: jobParams } },
     async (request) => sluice.replay(request.params.id),
   );
 }

@@ -21,7 +21,7 @@ async function queueView(sluice: Sluice, queue: Queue, refusals: Map<string, { s
 export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteContext): void {
   app.get(
     '/api/queues',
-    { preHandler: adminAuth, schema: { tags: ['admin'], summary: 'Every queue with its policy, counts and refusals since this server started' } },
+    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Every queue with its policy, counts and refusals since this server started' } },
     async () => {
       const [queues, refusals] = await Promise.all([sluice.queues.list(), refusalsByQueue(sluice)]);
       return { queues: await Promise.all(queues.map((q) => queueView(sluice, q, refusals))) };
@@ -30,7 +30,7 @@ export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteCo
 
   app.get<{ Params: { queue: string } }>(
     '/api/queues/:queue',
-    { preHandler: adminAuth, schema: { tags: ['admin'], summary: 'One queue with its policy and counts', params: queueParams } },
+    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'One queue with its policy and counts', params: queueParams } },
     async (request) => {
       const queue = await sluice.queues.get(request.params.queue);
       if (!queue) throw new QueueNotFoundError(request.params.queue);
@@ -41,7 +41,7 @@ export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteCo
   app.put<{ Params: { queue: string }; Body: QueuePolicy }>(
     '/api/queues/:queue',
     {
-      preHandler: adminAuth,
+      onRequest: adminAuth,
       schema: { tags: ['admin'], summary: "Create a queue or replace its whole policy (caps, shedding, retries)", params: queueParams, body: policyBody },
     },
     async (request) => sluice.queues.put(request.params.queue, request.body ?? {}),
@@ -49,20 +49,20 @@ export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteCo
 
   app.post<{ Params: { queue: string } }>(
     '/api/queues/:queue/pause',
-    { preHandler: adminAuth, schema: { tags: ['admin'], summary: 'Stop claims (sends are still accepted)', params: queueParams } },
+    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Stop claims (sends are still accepted)', params: queueParams } },
     async (request) => sluice.queues.pause(request.params.queue),
   );
 
   app.post<{ Params: { queue: string } }>(
     '/api/queues/:queue/resume',
-    { preHandler: adminAuth, schema: { tags: ['admin'], summary: 'Resume claims', params: queueParams } },
+    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Resume claims', params: queueParams } },
     async (request) => sluice.queues.resume(request.params.queue),
   );
 
   app.get<{ Params: { queue: string }; Querystring: { windowSeconds?: number; bucketSeconds?: number } }>(
     '/api/queues/:queue/throughput',
     {
-      preHandler: adminAuth,
+      onRequest: adminAuth,
       schema: { tags: ['admin'], summary: 'Completed and dead jobs per bucket (default: 15 minutes in 30 s buckets)', params: queueParams, querystring: throughputQuery },
     },
     async (request) => {

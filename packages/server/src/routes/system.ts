@@ -15,7 +15,7 @@ export function systemRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteC
     }
   });
 
-  app.get('/metrics', { preHandler: adminAuth, schema: { tags: ['system'], summary: 'Prometheus exposition text (admin token)' } }, async (_request, reply) => {
+  app.get('/metrics', { onRequest: adminAuth, schema: { tags: ['system'], summary: 'Prometheus exposition text (admin token)' } }, async (_request, reply) => {
     const text = await sluice.metrics.text();
     return reply.type(sluice.metrics.contentType).send(text);
   });

@@ -12,7 +12,7 @@ export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteCon
   app.post<{ Params: { queue: string }; Body: { max?: number; leaseSeconds?: number; workerId?: string } }>(
     '/api/queues/:queue/claim',
     {
-      preHandler: apiAuth,
+      onRequest: apiAuth,
       schema: {
         tags: ['workers'],
         summary: 'Claim up to `max` jobs; each comes with the `leaseToken` its results must present',
@@ -39,7 +39,7 @@ export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteCon
 
   app.post<{ Params: { id: string }; Body: { leaseToken: string; leaseSeconds?: number } }>(
     '/api/jobs/:id/heartbeat',
-    { preHandler: apiAuth, schema: { tags: ['workers'], summary: "Extend a claimed job's lease", params: jobParams, body: heartbeatBody } },
+    { onRequest: apiAuth, schema: { tags: ['workers'], summary: "Extend a claimed job's lease", params: jobParams, body: heartbeatBody } },
     async (request) => {
       const leaseExpiresAt = await sluice.heartbeat(request.params.id, request.body.leaseToken, request.body.leaseSeconds);
       return { id: request.params.id, leaseExpiresAt };
@@ -48,7 +48,7 @@ export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteCon
 
   app.post<{ Params: { id: string }; Body: { leaseToken: string; result?: unknown } }>(
     '/api/jobs/:id/complete',
-    { preHandler: apiAuth, schema: { tags: ['workers'], summary: 'Complete a claimed job with an optional result', params: jobParams, body: completeBody } },
+    { onRequest: apiAuth, schema: { tags: ['workers'], summary: 'Complete a claimed job with an optional result', params: jobParams, body: completeBody } },
     async (request) => {
       await sluice.complete(request.params.id, request.body.leaseToken, request.body.result ?? null);
       return { id: request.params.id, state: 'completed' };
@@ -58,7 +58,7 @@ export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteCon
   app.post<{ Params: { id: string }; Body: { leaseToken: string; error: { message: string; name?: string; stack?: string } } }>(
     '/api/jobs/:id/fail',
     {
-      preHandler: apiAuth,
+      onRequest: apiAuth,
       schema: { tags: ['workers'], summary: 'Fail a claimed job: retried with backoff, or dead when its attempts are spent', params: jobParams, body: failBody },
     },
     async (request) => {

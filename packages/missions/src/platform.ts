@@ -1,0 +1,155 @@
+/**
+ * The missions platform inside the Sluice server: `missionsExtension()` is a server
+ * extension that sets up the `missions` schema and queues, checks the sandbox, starts the
+ * generation, grading and refill workers, mounts the routes with the server's token checks,
+ * and stops the workers when the server drains. `main.ts` (what `npm start` runs) composes
+ * it with the server. The server knows nothing of missions; the dependency points one way.
+ */
+import { LlmSaboteur, type EngineOptions } from '@sluice/proof';
+import { ConfigError, type AppPlugin, type ServerExtension } from '@sluice/server';
+import { CATALOG } from './catalog/index.js';
+import type { MissionsConfigInput } from './config.js';
+import { DomainMap } from './domain-map.js';
+import { OfflineGenerator, type Generator } from './generator.js';
+import { LlmGenerator } from './llm-generator.js';
+import { Missions } from './missions.js';
+import { missionsRoutes } from './routes.js';
+import { probeSandbox } from './sandbox-probe.js';
+import type { SandboxStatus } from './types.js';
+
+export interface PlatformSettings {
+  /** How long an offline generation takes (stands in for model time, so a demo shows queueing). */
+  generationDelayMs: number;
+  autoApprove: boolean;
+  refillTargetPerDomain: number;
+  /** null: no refill schedule. */
+  refillCron: string | null;
+  domainMapPath: string | undefined;
+  /** The database proofs of SQL missions create their disposable databases on; default the server's. */
+  proofAdminUrl: string | undefined;
+  env: NodeJS.ProcessEnv;
+}
+
+export const PLATFORM_USAGE = `
+Missions platform (environment):
+  SLUICE_MISSIONS_GENERATION_DELAY_MS   offline generation time, to show queueing (default 3000)
+  SLUICE_MISSIONS_AUTO_APPROVE=1        serve proven missions without QA review (default: review)
+  SLUICE_MISSIONS_REFILL_TARGET         approved + pending missions kept per domain (default 5)
+  SLUICE_MISSIONS_REFILL_CRON           when the refill runs, or "off" (default */5 * * * *)
+  SLUICE_MISSIONS_DOMAIN_MAP            role → domains JSON file (default packages/missions/config/domain-map.json)
+  SLUICE_LLM_API_KEY, SLUICE_LLM_BASE_URL, SLUICE_LLM_MODEL   generate with an OpenAI-compatible API
+  SLUICE_PROOF_ALLOW_UNSANDBOXED=1      run untrusted code without bubblewrap (only on purpose)
+`;
+
+function integer(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(Number(value))) throw new ConfigError(`${name} must be a non-negative integer, got "${value}"`);
+  return Number(value);
+}
+
+function flag(value: string | undefined, name: string): boolean {
+  if (value === undefined || value === '' || value === '0') return false;
+  if (value === '1') return true;
+  throw new ConfigError(`${name} must be 1 or 0, got "${value}"`);
+}
+
+/** Reads the platform's settings; throws the server's `ConfigError` with a one-line reason on bad input. */
+export function loadPlatformSettings(env: NodeJS.ProcessEnv): PlatformSettings {
+  const cron = env.SLUICE_MISSIONS_REFILL_CRON;
+  return {
+    generationDelayMs: integer(env.SLUICE_MISSIONS_GENERATION_DELAY_MS, 'SLUICE_MISSIONS_GENERATION_DELAY_MS', 3_000),
+    autoApprove: flag(env.SLUICE_MISSIONS_AUTO_APPROVE, 'SLUICE_MISSIONS_AUTO_APPROVE'),
+    refillTargetPerDomain: integer(env.SLUICE_MISSIONS_REFILL_TARGET, 'SLUICE_MISSIONS_REFILL_TARGET', 5),
+    refillCron: cron === 'off' ? null : cron || '*/5 * * * *',
+    domainMapPath: env.SLUICE_MISSIONS_DOMAIN_MAP || undefined,
+    proofAdminUrl: env.SLUICE_PROOF_ADMIN_URL || undefined,
+    env,
+  };
+}
+
+/** The routes, mounted with the host server's token checks. */
+export function missionsPlugin(missions: Missions): AppPlugin {
+  return async (app, { apiAuth, adminAuth }) => {
+    await app.register(missionsRoutes, { missions, apiAuth, adminAuth });
+  };
+}
+
+export interface MissionsExtension extends ServerExtension {
+  /** The running platform (after start). */
+  readonly missions: Missions | null;
+}
+
+/** The platform as a server extension. `generator` and `engine` override what the settings choose (tests). */
+export function missionsExtension(settings: PlatformSettings, overrides: { generator?: Generator; engine?: EngineOptions; config?: MissionsConfigInput } = {}): MissionsExtension {
+  let missions: Missions | null = null;
+  return {
+    name: 'missions',
+    get missions() {
+      return missions;
+    },
+    async start({ sluice, databaseUrl, print }) {
+      const domainMap = settings.domainMapPath ? DomainMap.load(settings.domainMapPath) : DomainMap.load();
+      const engine: EngineOptions = overrides.engine ?? { database: { adminUrl: settings.proofAdminUrl ?? databaseUrl } };
+      const sandbox = await probeSandbox(engine);
+      // Without a sandbox only SQL challenges can be proven (they run inside PostgreSQL):
+      // the offline generator draws from those rather than fail every other generation.
+      const catalog = sandbox.state === 'unavailable' ? CATALOG.filter((e) => e.language === 'sql') : CATALOG;
+      const generator = overrides.generator ?? LlmGenerator.fromEnvironment(settings.env) ?? new OfflineGenerator({ catalog, generationDelayMs: settings.generationDelayMs });
+      const platform = new Missions({
+        sluice,
+        connectionString: databaseUrl,
+        domainMap,
+        engine,
+        sandbox,
+        generator,
+        llmSaboteur: LlmSaboteur.fromEnvironment(settings.env),
+        config: {
+          autoApprove: settings.autoApprove,
+          refillTargetPerDomain: settings.refillTargetPerDomain,
+          refillCron: settings.refillCron,
+          ...overrides.config,
+        },
+      });
+      try {
+        await platform.setup();
+        for (const line of describe(platform, sandbox, settings)) print(line);
+        platform.startWorkers();
+      } catch (error) {
+        await platform.close().catch(() => undefined);
+        throw error;
+      }
+      missions = platform;
+    },
+    register: (app, context) => {
+      if (!missions) throw new Error('the missions extension must start before its routes are mounted');
+      return missionsPlugin(missions)(app, context);
+    },
+    async stop({ timeoutMs }) {
+      await missions?.close(timeoutMs);
+      missions = null;
+    },
+  };
+}
+
+function describe(missions: Missions, sandbox: SandboxStatus, settings: PlatformSettings): string[] {
+  const { generation } = missions.config;
+  const lines = [
+    `missions: generator ${missions.generator.kind}${missions.generator.kind === 'offline' ? ` (${settings.generationDelayMs} ms per generation)` : ''}; ` +
+      `queue missions.generate: cap ${generation.concurrency}, ${generation.perUserLimit} per user, shed at ${generation.maxPending} pending`,
+    `missions: ${settings.autoApprove ? 'proven missions are served at once (auto-approve)' : 'proven missions wait for QA review on the dashboard (Missions → QA)'}; ` +
+      `refill ${settings.refillCron ? `"${settings.refillCron}" to ${settings.refillTargetPerDomain} per domain` : 'off'}`,
+  ];
+  if (sandbox.state === 'isolated') lines.push(`missions: sandbox ok: ${sandbox.detail}`);
+  else if (sandbox.state === 'unsandboxed') lines.push(`missions: WARNING: ${sandbox.detail}`);
+  else {
+    const noSandbox = sandbox.detail.startsWith('sandbox_unavailable');
+    lines.push(
+      `missions: WARNING: Python and JavaScript proofs and gradings cannot run here: ${sandbox.detail.split('. ')[0]}.`,
+      noSandbox
+        ? 'missions:   install bubblewrap (apt-get install bubblewrap), or set SLUICE_PROOF_ALLOW_UNSANDBOXED=1 to run untrusted code without isolation on purpose;'
+        : 'missions:   install what the message names (python3-pytest and python3-pytest-timeout on Debian);',
+      `missions:   until then ${missions.generator.kind === 'offline' ? 'the offline generator draws SQL challenges only (they run inside PostgreSQL)' : 'generation jobs for those languages fail'}.`,
+    );
+  }
+  return lines;
+}

@@ -1,0 +1,138 @@
+/**
+ * The platform as `npm start` runs it: `src/main.ts` (the server with the missions mounted)
+ * in its own process, driven over HTTP through the README's walkthrough: request → 202 and
+ * a generation job → the job stores a proven mission → QA approves → the same request is
+ * served (200) → a submission of the fix is graded `passed` → SIGTERM drains and exits 0.
+ * And, in process, a machine without bubblewrap: the start-up says so plainly, the status
+ * route reports it, and generation falls back to SQL challenges (they need no sandbox).
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { loadConfig, startServer } from '@sluice/server';
+import { createTestDatabase, waitFor } from '@sluice/testkit';
+import { loadPlatformSettings, missionsExtension } from '../src/index.js';
+import { engine } from './helpers.js';
+
+const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const dataDir = mkdtempSync(join(tmpdir(), 'sluice-missions-platform-'));
+const children = new Set<ChildProcess>();
+after(() => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function call(url: string, token: string, method: string, path: string, body?: unknown) {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : null, text };
+}
+
+test('npm start: request, generate, approve, serve, submit, grade; SIGTERM exits 0', { timeout: 300_000 }, async () => {
+  const db = await createTestDatabase();
+  try {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATABASE_URL: db.url,
+      SLUICE_DATA_DIR: join(dataDir, 'main'),
+      SLUICE_LOG_LEVEL: 'warn',
+      SLUICE_DB_POOL_SIZE: '5',
+      SLUICE_MISSIONS_GENERATION_DELAY_MS: '0',
+      SLUICE_MISSIONS_REFILL_CRON: 'off',
+      // One admin URL for every engine that shares the default runner role (its password derives from it).
+      SLUICE_PROOF_ADMIN_URL: process.env.SLUICE_TEST_ADMIN_URL,
+    };
+    for (const name of ['SLUICE_API_TOKEN', 'SLUICE_ADMIN_TOKEN', 'SLUICE_LLM_API_KEY', 'OPENAI_API_KEY']) delete env[name];
+    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=development', MAIN, '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    let output = '';
+    child.stdout!.on('data', (chunk) => (output += chunk));
+    child.stderr!.on('data', (chunk) => (output += chunk));
+    const url = await waitFor(() => {
+      if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${output}`);
+      return /Sluice is listening on (http:\/\/\S+)/.exec(output)?.[1];
+    }, { timeoutMs: 120_000, message: 'the server to print its URL' });
+    const apiToken = /SLUICE_API_TOKEN=(\S+)/.exec(output)![1]!;
+    const adminToken = /SLUICE_ADMIN_TOKEN=(\S+)/.exec(output)![1]!;
+    assert.match(output, /missions: generator offline \(0 ms per generation\); queue missions\.generate: cap 40, 3 per user, shed at 200 pending/);
+    assert.match(output, /missions: (sandbox ok|WARNING)/);
+    const api = (method: string, path: string, body?: unknown) => call(url, apiToken, method, path, body);
+    const admin = (method: string, path: string, body?: unknown) => call(url, adminToken, method, path, body);
+
+    const queued = await api('POST', '/api/missions/request', { userId: 'ada', role: 'data-analyst' });
+    assert.equal(queued.status, 202, queued.text);
+    const job = await waitFor(async () => {
+      const j = await api('GET', `/api/jobs/${queued.body.jobId}`);
+      return j.body.state === 'completed' || j.body.state === 'dead' ? j.body : null;
+    }, { timeoutMs: 180_000, message: 'the generation job' });
+    assert.equal(job.state, 'completed', JSON.stringify(job.errors));
+    const missionId = job.result.missionId as string;
+
+    const pending = await admin('GET', '/api/missions?qaStatus=pending');
+    assert.deepEqual(pending.body.missions.map((m: { id: string }) => m.id), [missionId]);
+    assert.equal((await api('POST', '/api/missions/request', { userId: 'ada', role: 'data-analyst' })).status, 202, 'not served before QA');
+    assert.equal((await admin('POST', `/api/missions/${missionId}/approve`, { note: 'clear' })).status, 200);
+
+    // The second request above queued another generation; the approved mission is served now.
+    const served = await api('POST', '/api/missions/request', { userId: 'bob', role: 'data-analyst' });
+    assert.equal(served.status, 200, served.text);
+    assert.equal(served.body.instance.missionId, missionId);
+    const mission = (await admin('GET', `/api/missions/${missionId}`)).body;
+    assert.deepEqual(Object.keys(served.body.instance.files).sort(), Object.keys(mission.gold).sort());
+
+    const submitted = await api('POST', `/api/instances/${served.body.instance.id}/submissions`, { files: mission.gold });
+    assert.equal(submitted.status, 202, submitted.text);
+    const graded = await waitFor(async () => {
+      const s = await api('GET', `/api/submissions/${submitted.body.id}`);
+      return s.body.status === 'queued' ? null : s.body;
+    }, { timeoutMs: 120_000, message: 'the grade' });
+    assert.equal(graded.status, 'passed', JSON.stringify(graded));
+
+    const exited = once(child, 'exit');
+    child.kill('SIGTERM');
+    assert.equal((await exited)[0], 0, output);
+    assert.match(output, /stopped/);
+  } finally {
+    await db.drop();
+  }
+});
+
+test('without bubblewrap: a clear warning at start, the status says why, generation draws SQL only', { timeout: 300_000 }, async () => {
+  const db = await createTestDatabase();
+  const lines: string[] = [];
+  const config = loadConfig(['--port', '0', '--no-demo-queue'], { DATABASE_URL: db.url, SLUICE_DATA_DIR: join(dataDir, 'no-bwrap') });
+  const settings = loadPlatformSettings({ SLUICE_MISSIONS_GENERATION_DELAY_MS: '0', SLUICE_MISSIONS_REFILL_CRON: 'off' });
+  const noBubblewrap = { ...engine('sluice_missions_t_platform'), sandbox: 'auto' as const, allowUnsandboxed: false, bubblewrapPath: '/nonexistent/bwrap' };
+  const server = await startServer({ ...config, logLevel: 'warn' }, (line) => lines.push(line), { extensions: [missionsExtension(settings, { engine: noBubblewrap })] });
+  try {
+    const output = lines.join('\n');
+    assert.match(output, /missions: WARNING: Python and JavaScript proofs and gradings cannot run here: sandbox_unavailable: bubblewrap is not usable here \(\/nonexistent\/bwrap not found\)/);
+    assert.match(output, /install bubblewrap \(apt-get install bubblewrap\), or set SLUICE_PROOF_ALLOW_UNSANDBOXED=1/);
+    assert.match(output, /the offline generator draws SQL challenges only/);
+    const tokens = JSON.parse(readFileSync(join(dataDir, 'no-bwrap', 'tokens.json'), 'utf8'));
+    const status = await call(server.url, tokens.adminToken, 'GET', '/api/missions/status');
+    assert.equal(status.body.sandbox.state, 'unavailable');
+
+    const queued = await call(server.url, tokens.apiToken, 'POST', '/api/missions/request', { userId: 'cy', role: 'marketing-analyst' });
+    assert.equal(queued.status, 202, queued.text);
+    const job = await waitFor(async () => {
+      const j = await server.sluice.get(queued.body.jobId);
+      return j?.state === 'completed' || j?.state === 'dead' ? j : null;
+    }, { timeoutMs: 180_000, message: 'the generation job' });
+    assert.equal(job.state, 'completed', JSON.stringify(job.errors));
+    const mission = await call(server.url, tokens.adminToken, 'GET', `/api/missions/${(job.result as { missionId: string }).missionId}`);
+    assert.equal(mission.body.language, 'sql');
+  } finally {
+    await server.close();
+    await db.drop();
+  }
+});
