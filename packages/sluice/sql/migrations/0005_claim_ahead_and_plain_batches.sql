@@ -21,9 +21,9 @@ ALTER TABLE :SCHEMA.queue ADD COLUMN key_cursor text;
 -- previous claim served last, with the jobs without a key taking one turn where the walk
 -- wraps around. Rounds repeat until the batch is full or a round finds nothing. A claim
 -- therefore reads about as many keys as it takes jobs, not every key with a backlog;
--- priority orders jobs within a key, and the rotation orders the keys. No row locks are
--- taken here: the claim lock keeps other claimers out, and the claim's UPDATE rechecks
--- that each job is still pending (a job cancelled meanwhile is left out).
+-- priority orders jobs within a key, and the rotation orders the keys. Each job picked is
+-- locked (a job being cancelled is skipped), so it is still pending when the claim
+-- updates it. (A job of a key that turns out to be full is locked too, until commit.)
 CREATE FUNCTION :SCHEMA.pick_per_key(q :SCHEMA.queue, p_limit integer, p_now timestamptz)
 RETURNS bigint[] LANGUAGE plpgsql AS $$
 DECLARE
@@ -45,7 +45,8 @@ BEGIN
         SELECT j.id INTO v_id FROM :SCHEMA.job j
         WHERE j.queue = q.name AND j.state = 'pending' AND j.key IS NULL AND j.run_at <= p_now
           AND j.id <> ALL (v_ids)
-        ORDER BY j.priority DESC, j.run_at, j.id LIMIT 1;
+        ORDER BY j.priority DESC, j.run_at, j.id LIMIT 1
+        FOR UPDATE SKIP LOCKED;
         IF FOUND THEN
           v_ids := v_ids || v_id;
           v_keys := v_keys || NULL::text;
@@ -64,7 +65,8 @@ BEGIN
         FROM (SELECT j.key, j.id FROM :SCHEMA.job j
               WHERE j.queue = q.name AND j.state = 'pending' AND j.key IS NOT NULL
                 AND j.key > coalesce(v_key, '') AND j.run_at <= p_now AND j.id <> ALL (v_ids)
-              ORDER BY j.key, j.priority DESC, j.run_at, j.id LIMIT 1) c;
+              ORDER BY j.key, j.priority DESC, j.run_at, j.id LIMIT 1
+              FOR UPDATE SKIP LOCKED) c;
         EXIT WHEN v_next IS NULL OR (v_pass = 3 AND v_next > q.key_cursor);
         v_key := v_next;
         CONTINUE WHEN v_running + coalesce(cardinality(array_positions(v_keys, v_key)), 0) >= q.per_key_concurrency;
@@ -137,7 +139,7 @@ BEGIN
     SET state = 'active', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
         lease_expires_at = v_now + q.lease_seconds * interval '1 second',
         started_at = v_now, worker_id = p_worker_id
-    WHERE j.id = ANY (v_ids) AND j.state = 'pending'
+    WHERE j.id = ANY (v_ids)
     RETURNING j.*
     )
     SELECT * FROM claimed ORDER BY priority DESC, run_at, id;
@@ -155,12 +157,13 @@ DECLARE
   v_done bigint[];
   v_claimed integer;
 BEGIN
+  -- state::text: see the note at the top of queries/worker.sql.
   WITH done AS (
     UPDATE :SCHEMA.job j
     SET state = 'completed', finished_at = v_now, result = c.result,
         lease_token = NULL, lease_expires_at = NULL
     FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
-    WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'active'
+    WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
     RETURNING j.id
   )
   SELECT coalesce(array_agg(done.id), '{}') INTO v_done FROM done;

@@ -150,8 +150,55 @@ BEGIN
         lease_expires_at = v_now + q.lease_seconds * interval '1 second',
         started_at = v_now, worker_id = p_worker_id,
         slot = CASE WHEN q.concurrency IS NOT NULL THEN v_slots[array_position(v_ids, j.id)] END
-    WHERE j.id = ANY (v_ids) AND j.state = 'pending'
+    -- The rows are locked by the pick: no state to recheck. (A state condition here would
+    -- also let the planner read the whole ready index to find them.)
+    WHERE j.id = ANY (v_ids)
     RETURNING j.*
   )
   SELECT * FROM claimed ORDER BY priority DESC, run_at, id;
+END $$;
+
+-- Admission counts (0002), made cheap to compute: the cut-off time is computed once, not
+-- per row (clock_timestamp() is volatile), and the per-key count reads the two partial
+-- indexes that hold a key's pending and running jobs instead of scanning the table.
+CREATE OR REPLACE FUNCTION :SCHEMA.admit_depth(q :SCHEMA.queue, p_incoming integer, p_now timestamptz)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  v_depth bigint;
+  v_cutoff timestamptz;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.pending'), hashtext(q.name));
+  -- After the lock: the previous holders' jobs count even if their now() is later than ours.
+  v_cutoff := coalesce(p_now, clock_timestamp());
+  SELECT count(*) INTO v_depth FROM (
+    SELECT 1 FROM :SCHEMA.job
+    WHERE queue = q.name AND state = 'pending' AND run_at <= v_cutoff
+    LIMIT q.max_pending
+  ) ready;
+  IF v_depth + p_incoming > q.max_pending THEN
+    RAISE EXCEPTION USING ERRCODE = 'SL503',
+      MESSAGE = format('queue "%s" is full (%s ready, limit %s)', q.name, v_depth, q.max_pending),
+      HINT = q.retry_after_seconds::text;
+  END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION :SCHEMA.admit_key(q :SCHEMA.queue, p_key text, p_incoming integer)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  v_load bigint;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.key'), hashtext(q.name || '/' || p_key));
+  SELECT (SELECT count(*) FROM (SELECT 1 FROM :SCHEMA.job
+                                WHERE queue = q.name AND key = p_key AND state = 'pending'
+                                LIMIT q.max_per_key) p)
+       + (SELECT count(*) FROM (SELECT 1 FROM :SCHEMA.job
+                                WHERE queue = q.name AND key = p_key AND state = 'active'
+                                LIMIT q.max_per_key) a)
+  INTO v_load;
+  IF v_load + p_incoming > q.max_per_key THEN
+    RAISE EXCEPTION USING ERRCODE = 'SL429',
+      MESSAGE = format('key "%s" has %s jobs in queue "%s" (limit %s)', p_key, v_load, q.name, q.max_per_key),
+      DETAIL = p_key,
+      HINT = q.retry_after_seconds::text;
+  END IF;
 END $$;

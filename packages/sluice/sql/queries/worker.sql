@@ -1,5 +1,10 @@
 -- The worker's hot path (src/worker/). Every state change is fenced by the lease token:
 -- a worker whose lease was swept matches no row and changes nothing.
+--
+-- The batch statements test `state::text = 'active'`, not `state = 'active'`: the plain
+-- form matches the predicate of the partial index job_active_idx, and with stale
+-- statistics the planner then reads that whole index (every dead entry of every job
+-- claimed since the last vacuum) instead of looking the ids up by primary key.
 
 -- name: JobClaim
 -- $5: jobs wanted ahead of free slots (granted only with room to spare on a capped queue).
@@ -14,7 +19,7 @@ WITH input AS (
   SET state = 'completed', finished_at = coalesce($4::timestamptz, now()), result = c.result,
       lease_token = NULL, lease_expires_at = NULL
   FROM input c
-  WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'active'
+  WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
   RETURNING j.id, j.queue, j.started_at, j.run_at
 ), woken AS (
   SELECT pg_notify(':CHANNEL', q.name) FROM :SCHEMA.queue q
@@ -41,7 +46,7 @@ WITH input AS (
                  'finishedAt', coalesce($4::timestamptz, now()), 'workerId', j.worker_id)),
       lease_token = NULL, lease_expires_at = NULL
   FROM input c, :SCHEMA.queue q
-  WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'active' AND q.name = j.queue
+  WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active' AND q.name = j.queue
   RETURNING j.*
 ), dead_lettered AS (
   -- A dead job is also sent to its queue's dead-letter queue, in the same transaction.
