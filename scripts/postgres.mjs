@@ -1,24 +1,10 @@
 // A PostgreSQL for tests and benchmarks: the one in TEST_DATABASE_URL / DATABASE_URL when
 // set, else an embedded one in a temporary directory on a free port.
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { loadEmbeddedPostgres } from '@sluice/embedded-postgres';
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
+import { loadEmbeddedPostgres, startEmbeddedServer } from '@sluice/embedded-postgres';
 
 /** Drops the databases this run created (their names carry the run id). */
 async function dropRunDatabases(url, runId) {
@@ -72,39 +58,17 @@ export async function startPostgres({ log = console.error, durable = false } = {
     log(`# using PostgreSQL at ${new URL(external).host} (TEST_DATABASE_URL/DATABASE_URL)`);
     return { url: external, runId, stop: () => dropRunDatabases(external, runId).catch(() => undefined) };
   }
-  const { EmbeddedPostgres, nativeDir } = await loadEmbeddedPostgres({ log });
+  const { nativeDir } = await loadEmbeddedPostgres({ log });
   installPgtapIntoEmbedded({ nativeDir, log });
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-pg-'));
-  // The server may run as a separate unprivileged user (see createPostgresUser).
-  chmodSync(dir, 0o777);
-  const port = await freePort();
-  const password = randomBytes(12).toString('hex');
-  const server = new EmbeddedPostgres({
-    databaseDir: join(dir, 'data'),
-    user: 'postgres',
-    password,
-    port,
-    persistent: false,
-    // As root, PostgreSQL refuses to run; the package then runs it as a dedicated user.
-    createPostgresUser: typeof process.getuid === 'function' && process.getuid() === 0,
-    postgresFlags: [
+  const { url, port, destroy } = await startEmbeddedServer({
+    log,
+    flags: [
       ...(durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
       '-c',
       'max_connections=300',
     ],
-    onLog: () => {},
     onError: (e) => log(String(e)),
   });
-  await server.initialise();
-  await server.start();
-  const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
   log(`# started embedded PostgreSQL on 127.0.0.1:${port}`);
-  return {
-    url,
-    runId,
-    stop: async () => {
-      await server.stop().catch(() => undefined);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return { url, runId, stop: destroy };
 }

@@ -9,3 +9,24 @@ export interface LoadedEmbeddedPostgres {
 
 export function loadEmbeddedPostgres(options?: { log?: (line: string) => void }): Promise<LoadedEmbeddedPostgres>;
 export function isRoot(): boolean;
+
+export function freePort(): Promise<number>;
+
+export interface EmbeddedServer {
+  server: EmbeddedPostgres;
+  port: number;
+  nativeDir: string;
+  /** postgres://postgres:<password>@127.0.0.1:<port>/postgres */
+  url: string;
+  /** Stop the server and remove its directory. */
+  destroy(): Promise<void>;
+}
+
+export function startEmbeddedServer(options?: {
+  log?: (line: string) => void;
+  /** postgres command-line flags, e.g. ['-c', 'fsync=off']. */
+  flags?: string[];
+  /** Keep the data directory across stop() and start(). */
+  persistent?: boolean;
+  onError?: (error: unknown) => void;
+}): Promise<EmbeddedServer>;

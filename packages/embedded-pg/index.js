@@ -6,8 +6,9 @@
 // In that case the package and its binaries are staged once per version in the system
 // temporary directory, readable by everyone, and loaded from there. Nothing in the
 // checkout's permissions is changed.
-import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -84,4 +85,52 @@ export async function loadEmbeddedPostgres({ log = () => {} } = {}) {
   }
   const { default: EmbeddedPostgres } = await import(pathToFileURL(entry).href);
   return { EmbeddedPostgres, nativeDir };
+}
+
+/** A TCP port free on loopback right now. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+// A started embedded PostgreSQL in a fresh temporary directory, on a free port, with a
+// random password. `persistent` keeps the data across stop() and start(); destroy() stops
+// the server and removes the directory either way.
+export async function startEmbeddedServer({ log = () => {}, flags = [], persistent = false, onError = () => {} } = {}) {
+  const { EmbeddedPostgres, nativeDir } = await loadEmbeddedPostgres({ log });
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-pg-'));
+  // As root the server runs as a separate `postgres` user, which must reach the directory.
+  chmodSync(dir, 0o777);
+  const port = await freePort();
+  const password = randomBytes(12).toString('hex');
+  const server = new EmbeddedPostgres({
+    databaseDir: join(dir, 'data'),
+    user: 'postgres',
+    password,
+    port,
+    persistent,
+    createPostgresUser: isRoot(),
+    postgresFlags: flags,
+    onLog: () => {},
+    onError,
+  });
+  await server.initialise();
+  await server.start();
+  return {
+    server,
+    port,
+    nativeDir,
+    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    async destroy() {
+      await server.stop().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
