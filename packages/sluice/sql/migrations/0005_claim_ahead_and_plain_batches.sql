@@ -6,9 +6,12 @@
 -- claimer gets jobs for its free slots only, and no worker sits on slots another could
 -- run. Uncapped queues grant the whole request.
 --
--- The claim's UPDATE now finds its rows through `id = ANY(ARRAY(...))`: a primary-key
--- lookup of a small array whatever plan is cached, where the former join could turn into
--- a hash join over the whole table under a generic plan.
+-- The claim's UPDATE now finds its rows through `id = ANY(...)`: a primary-key lookup of
+-- a small array whatever plan is cached, where the former join could turn into a hash
+-- join over the whole table under a generic plan.
+--
+-- The new claim() itself is created by 0006, with the cap slots; both migrations are
+-- always applied together (the library refuses a schema that is not the latest).
 DROP FUNCTION :SCHEMA.complete_and_claim(bigint[], uuid[], jsonb[], timestamptz, boolean, text, integer, text);
 DROP FUNCTION :SCHEMA.claim(text, integer, text, timestamptz);
 
@@ -83,67 +86,6 @@ BEGIN
     UPDATE :SCHEMA.queue SET key_cursor = v_last WHERE name = q.name;
   END IF;
   RETURN v_ids;
-END $$;
-
-CREATE FUNCTION :SCHEMA.claim(p_queue text, p_limit integer, p_worker_id text, p_now timestamptz, p_ahead integer DEFAULT 0)
-RETURNS SETOF :SCHEMA.job LANGUAGE plpgsql AS $$
-DECLARE
-  q :SCHEMA.queue;
-  v_now timestamptz := coalesce(p_now, now());
-  v_limit integer := p_limit + greatest(coalesce(p_ahead, 0), 0);
-  v_active integer;
-  v_ids bigint[];
-BEGIN
-  SELECT * INTO q FROM :SCHEMA.queue WHERE name = p_queue;
-  IF NOT FOUND OR q.paused OR v_limit <= 0 THEN
-    RETURN;
-  END IF;
-
-  IF q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL THEN
-    PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.claim'), hashtext(p_queue));
-    IF q.concurrency IS NOT NULL THEN
-      SELECT count(*) INTO v_active FROM :SCHEMA.job WHERE queue = p_queue AND state = 'active';
-      IF q.concurrency - v_active < p_limit + 2 * greatest(coalesce(p_ahead, 0), 0) THEN
-        v_limit := p_limit;
-      END IF;
-      v_limit := least(v_limit, q.concurrency - v_active);
-      IF v_limit <= 0 THEN
-        RETURN;
-      END IF;
-    END IF;
-  END IF;
-
-  -- Rows come back in claim order (priority, then age): a worker starts them in that order.
-  IF q.per_key_concurrency IS NULL THEN
-    RETURN QUERY
-    WITH claimed AS (
-    UPDATE :SCHEMA.job j
-    SET state = 'active', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
-        lease_expires_at = v_now + q.lease_seconds * interval '1 second',
-        started_at = v_now, worker_id = p_worker_id
-    WHERE j.id = ANY (ARRAY(
-      SELECT n.id FROM :SCHEMA.job n
-      WHERE n.queue = p_queue AND n.state = 'pending' AND n.run_at <= v_now
-      ORDER BY n.priority DESC, n.run_at, n.id
-      LIMIT v_limit
-      FOR UPDATE SKIP LOCKED
-    ))
-    RETURNING j.*
-    )
-    SELECT * FROM claimed ORDER BY priority DESC, run_at, id;
-  ELSE
-    v_ids := :SCHEMA.pick_per_key(q, v_limit, v_now);
-    RETURN QUERY
-    WITH claimed AS (
-    UPDATE :SCHEMA.job j
-    SET state = 'active', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
-        lease_expires_at = v_now + q.lease_seconds * interval '1 second',
-        started_at = v_now, worker_id = p_worker_id
-    WHERE j.id = ANY (v_ids)
-    RETURNING j.*
-    )
-    SELECT * FROM claimed ORDER BY priority DESC, run_at, id;
-  END IF;
 END $$;
 
 -- As in 0004, with the claim's p_ahead.

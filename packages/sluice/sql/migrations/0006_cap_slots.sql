@@ -85,9 +85,10 @@ RETURNS integer[] LANGUAGE sql AS $$
   ) s
 $$;
 
--- claim (0005) with slots for the global cap. Unchanged otherwise: p_ahead, the claim
--- order, the per-key walk.
-CREATE OR REPLACE FUNCTION :SCHEMA.claim(p_queue text, p_limit integer, p_worker_id text, p_now timestamptz, p_ahead integer DEFAULT 0)
+-- Claim up to p_limit ready jobs for one worker, plus up to p_ahead to hold ahead (0005).
+-- Capped queues take a slot per job (above); per-key queues serialize on the claim lock
+-- and pick through pick_per_key (0005). Rows come back in claim order.
+CREATE FUNCTION :SCHEMA.claim(p_queue text, p_limit integer, p_worker_id text, p_now timestamptz, p_ahead integer DEFAULT 0)
 RETURNS SETOF :SCHEMA.job LANGUAGE plpgsql AS $$
 DECLARE
   q :SCHEMA.queue;
