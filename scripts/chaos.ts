@@ -2,7 +2,8 @@
 //
 //   node --import tsx --conditions=development scripts/chaos.ts [--jobs 50000] [--workers 7]
 //     [--kill-interval-ms 2000] [--restarts 2] [--down-ms 1000] [--concurrency 40]
-//     [--lease-seconds 2] [--timeout-ms 900000]
+//     [--keys 30] [--per-key-concurrency 2] [--lease-seconds 2] [--timeout-ms 900000]
+//   (--keys 0: jobs without keys, no per-key cap)
 //
 // Starts its own embedded PostgreSQL (never touches DATABASE_URL), prints the figures, and
 // exits 1 if a guarantee was broken.
@@ -18,6 +19,8 @@ const { values } = parseArgs({
     restarts: { type: 'string' },
     'down-ms': { type: 'string' },
     concurrency: { type: 'string' },
+    keys: { type: 'string' },
+    'per-key-concurrency': { type: 'string' },
     'lease-seconds': { type: 'string' },
     'timeout-ms': { type: 'string' },
     help: { type: 'boolean' },
@@ -35,11 +38,14 @@ const report = await runChaos({
   restarts: num(values.restarts, defaults.restarts),
   downMs: num(values['down-ms'], defaults.downMs),
   concurrency: num(values.concurrency, defaults.concurrency),
+  keys: num(values.keys, defaults.keys),
+  perKeyConcurrency: num(values['per-key-concurrency'], defaults.perKeyConcurrency),
   leaseSeconds: num(values['lease-seconds'], defaults.leaseSeconds),
   timeoutMs: num(values['timeout-ms'], defaults.timeoutMs),
   log: (line) => console.error(line),
 });
 console.log(JSON.stringify(report, null, 2));
-const broken = report.lost > 0 || report.staleCompletions > 0 || report.maxOverlap > report.cap || report.activeAtEnd > 0 || report.orphanRuns > 0;
-console.log(broken ? 'FAILED: a guarantee was broken' : 'ok: 0 lost, 0 stale completions, cap held, nothing left active');
+const keyCapBroken = report.perKeyLimit !== null && report.maxKeyOverlap > report.perKeyLimit;
+const broken = report.lost > 0 || report.staleCompletions > 0 || report.maxOverlap > report.cap || keyCapBroken || report.activeAtEnd > 0 || report.orphanRuns > 0;
+console.log(broken ? 'FAILED: a guarantee was broken' : 'ok: 0 lost, 0 stale completions, caps held, nothing left active');
 process.exit(broken ? 1 : 0);

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { LeaseLostError } from '../src/index.js';
+import { waitFor } from '@sluice/testkit';
 import { makeSluice, manualClock, sqlClient, uniqueQueue } from './helpers.js';
 
 test('delayed jobs never start before runAt; higher priority first; oldest first within a priority', async () => {
@@ -171,6 +172,32 @@ test('per-key claims: a batch takes one turn per key across many keys, fills up 
   assert.ok(next.some((j) => j.key === null), 'the keyless job takes its turn');
 });
 
+test('per-key claims read past a key whose jobs all wait for later (backed-off retries) in a few index entries, not all of them', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { perKeyConcurrency: 1 });
+  // Key "a" holds 10,000 jobs due in an hour, at two priorities; "b" one ready job; "c" a
+  // ready job behind a later one of higher priority.
+  for (let i = 0; i < 10; i++) {
+    await sluice.sendMany(q, Array.from({ length: 1000 }, (_, j) => ({ data: j, key: 'a', delayMs: 3_600_000, priority: j % 2 })));
+  }
+  await sluice.send(q, 'b', { key: 'b' });
+  await sluice.send(q, 'c-later', { key: 'c', delayMs: 3_600_000, priority: 5 });
+  await sluice.send(q, 'c-now', { key: 'c' });
+  const client = await sqlClient();
+  await client.query('BEGIN');
+  try {
+    const { rows } = await client.query("SELECT data FROM sluice.claim($1, 10, 'w', now(), 0)", [q]);
+    assert.deepEqual(rows.map((r) => r.data).sort(), ['b', 'c-now'], 'the ready jobs, nothing of "a"');
+    // Pages of the per-key index this transaction touched: a few per key probed. (Reading
+    // the entries of "a" would touch more than 50.)
+    const read = await client.query("SELECT pg_stat_get_xact_blocks_fetched('sluice.job_key_pending_idx'::regclass)::int AS n");
+    assert.ok(read.rows[0].n < 40, `index pages read: ${read.rows[0].n}`);
+  } finally {
+    await client.query('ROLLBACK');
+  }
+});
+
 test('cap slots: every way out of active frees the slot (complete, fail, cancel), and a freed slot is claimable at once', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();
@@ -191,6 +218,39 @@ test('cap slots: every way out of active frees the slot (complete, fail, cancel)
   assert.equal(await held(), 1);
   await sluice.complete(d!.id, d!.leaseToken);
   assert.equal(await held(), 0);
+});
+
+test('cap slots: a worker\'s batched completions free their slots with the batch; a job of a capped queue completed in another queue\'s batch frees its slot too', async () => {
+  const sluice = await makeSluice();
+  const capped = uniqueQueue();
+  const plain = uniqueQueue();
+  await sluice.queues.put(capped, { concurrency: 3 });
+  await sluice.queues.put(plain, {});
+  await sluice.sendMany(capped, Array.from({ length: 60 }, (_, i) => ({ data: i })));
+  const held = async () => (await sluice.pool.query('SELECT count(*)::int AS n FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [capped])).rows[0].n;
+  let peak = 0;
+  let running = 0;
+  const w = sluice.work(capped, { concurrency: 3 }, async () => {
+    peak = Math.max(peak, ++running);
+    await new Promise((r) => setImmediate(r));
+    running--;
+  });
+  await waitFor(async () => (await sluice.stats(capped)).completed === 60, { timeoutMs: 60_000, message: '60 completed' });
+  await w.stop();
+  assert.ok(peak <= 3);
+  assert.equal(await held(), 0, 'every slot free after the drain');
+
+  // The fused completion is keyed by the claiming queue; a capped queue's job in the batch
+  // of an uncapped one is freed by the trigger.
+  await sluice.send(capped, 'x');
+  const [job] = await sluice.claim(capped, { max: 1 });
+  assert.equal(await held(), 1);
+  const { rows } = await sluice.pool.query(
+    "SELECT completed FROM sluice.complete_and_claim(ARRAY[$1::bigint], ARRAY[$2::uuid], ARRAY['null'::jsonb], now(), false, $3, 1, 'w', 0)",
+    [job!.id, job!.leaseToken, plain],
+  );
+  assert.deepEqual(rows[0].completed.map(String), [job!.id]);
+  assert.equal(await held(), 0, 'freed by the trigger');
 });
 
 test('cap slots: a cap lowered below the running count drains to it; a cap set on a queue with running jobs counts them', async () => {
@@ -260,7 +320,7 @@ test('stats count every state and the lag of the oldest ready job', async () => 
   assert.equal((await sluice.stats(q)).oldestReadyAgeSeconds, 12);
 });
 
-test('fail closed: a claim that cannot take its cap slots or its lock claims nothing; when admission cannot count, nothing is sent', async () => {
+test('fail closed: a claim that cannot take its cap slots or its key\'s lock claims nothing; when admission cannot count, nothing is sent', async () => {
   const sluice = await makeSluice({ statementTimeoutMs: 300 });
   const capped = uniqueQueue();
   const perKey = uniqueQueue();
@@ -270,14 +330,14 @@ test('fail closed: a claim that cannot take its cap slots or its lock claims not
   await sluice.send(perKey, {}, { key: 'k' });
   const holder = await sqlClient();
   await holder.query('BEGIN');
-  // Another transaction holds the capped queue's free slots, the per-key claim lock and
-  // the admission lock.
+  // Another transaction holds the capped queue's free slots, the claim lock of the only
+  // key of the per-key queue, and the admission lock.
   await holder.query('SELECT n FROM sluice.slot WHERE queue = $1 FOR UPDATE', [capped]);
-  await holder.query("SELECT pg_advisory_xact_lock(hashtext('sluice.claim'), hashtext($1))", [perKey]);
+  await holder.query("SELECT pg_advisory_xact_lock(hashtext('sluice.claim_key'), hashtext($1 || '/k'))", [perKey]);
   await holder.query("SELECT pg_advisory_xact_lock(hashtext('sluice.pending'), hashtext($1))", [capped]);
   try {
     assert.deepEqual(await sluice.claim(capped, { max: 2 }), [], 'no free slot it can take: nothing claimed, without waiting');
-    await assert.rejects(sluice.claim(perKey, { max: 2 }), /statement timeout/);
+    assert.deepEqual(await sluice.claim(perKey, { max: 2 }), [], 'its only key is being served by another claim: skipped, without waiting');
     await assert.rejects(sluice.send(capped, {}), /statement timeout/);
     const { rows } = await holder.query(
       'SELECT queue, state, count(*)::int AS n FROM sluice.job WHERE queue IN ($1, $2) GROUP BY queue, state ORDER BY queue = $1 DESC',

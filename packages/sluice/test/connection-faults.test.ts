@@ -17,11 +17,11 @@ test('statement timeout on the claim: the worker claims nothing while it lasts, 
   const q = uniqueQueue('timeout');
   await producer.queues.put(q, { perKeyConcurrency: 4 });
   const sent = await producer.sendMany(q, Array.from({ length: 30 }, (_, i) => ({ data: i, key: `k${i % 3}` })));
-  // Another session holds the queue's claim lock (per-key claims serialize on it): every
-  // claim waits for it and times out.
+  // Another session holds the per-key cursor table exclusively (every per-key claim reads
+  // its cursor there): every claim waits for it and times out.
   const holder = await sqlClient();
   await holder.query('BEGIN');
-  await holder.query("SELECT pg_advisory_xact_lock(hashtext('sluice.claim'), hashtext($1))", [q]);
+  await holder.query('LOCK TABLE sluice.key_cursor IN ACCESS EXCLUSIVE MODE');
   const runs = new Map<string, number>();
   const w = worker.work(q, { concurrency: 4, pollIntervalMs: 100 }, (job) => void runs.set(job.id, (runs.get(job.id) ?? 0) + 1));
   const failures = () => worker.log.filter((r) => r.msg === 'sluice: claim failed' && /statement timeout/.test(JSON.stringify(r.obj)));

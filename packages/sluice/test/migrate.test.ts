@@ -45,6 +45,16 @@ test('refuses to run against a schema newer than it knows, or one never migrated
   }
 });
 
+test('every function that turns a planner method off also turns JIT off (a disabled step costs as if huge, which would JIT-compile each call)', async () => {
+  const client = await sqlClient();
+  const { rows } = await client.query(
+    `SELECT p.proname, p.proconfig FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+     WHERE n.nspname = 'sluice' AND EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'enable\\_%=off')`,
+  );
+  assert.ok(rows.length >= 3, `functions with planner settings: ${rows.map((r) => r.proname).join(', ')}`);
+  for (const r of rows) assert.ok(r.proconfig.includes('jit=off'), `${r.proname}: ${r.proconfig.join(' ')}`);
+});
+
 test('schema names are validated', () => {
   assert.throws(() => new Sluice({ connectionString: 'postgres://x', schema: 'bad"name' }), ValidationError);
   assert.throws(() => new Sluice({ connectionString: 'postgres://x', schema: 'Upper' }), ValidationError);

@@ -1,7 +1,7 @@
 // Behind PgBouncer in transaction mode (each transaction may get a different server
 // connection; no session state survives): with notifications off and polling on, send,
-// claim, complete, retries, the global cap, shedding and the maintenance tick all work.
-// The schema is migrated over a direct connection, as docs/RELIABILITY.md advises.
+// claim, complete, retries, the global cap, shedding and the maintenance tick all work,
+// and so do migrations, concurrently from several instances.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { waitFor } from '@sluice/testkit';
@@ -11,12 +11,12 @@ import { hasPgBouncer, startPgBouncer } from './fixtures/pgbouncer.js';
 
 const skip = hasPgBouncer() ? false : 'pgbouncer is not installed (apt-get install pgbouncer)';
 
-async function behindBouncer(n: number) {
+async function behindBouncer(n: number, { schema }: { schema?: string } = {}) {
   const db = await testDatabase();
   const bouncer = await startPgBouncer(db.url, { poolSize: 3 });
   afterAll(() => bouncer.stop());
   return Array.from({ length: n }, (_, i) => {
-    const sluice = new Sluice({ connectionString: bouncer.url, notify: false, maxPoolSize: 6, logger: memoryLogger(), applicationName: `bouncer-${i}` });
+    const sluice = new Sluice({ connectionString: bouncer.url, schema, notify: false, maxPoolSize: 6, logger: memoryLogger(), applicationName: `bouncer-${i}` });
     afterAll(() => sluice.close({ timeoutMs: 5000 }));
     return sluice;
   });
@@ -96,4 +96,19 @@ test('PgBouncer, transaction mode: shedding and the maintenance tick (its lock n
     await load;
   }
   await assert.rejects(a!.complete(claimed[0]!.id, claimed[0]!.leaseToken), /lease/i, 'a swept lease is fenced out behind the bouncer too');
+});
+
+test('PgBouncer, transaction mode: a fresh schema migrated by three instances at once, each migration applied exactly once', { skip, timeout: 180_000 }, async () => {
+  const instances = await behindBouncer(3, { schema: 'bouncer_schema' });
+  const results = await Promise.all(instances.map((s) => s.migrate()));
+  const applied = results.flatMap((r) => r.applied).sort((x, y) => x - y);
+  assert.deepEqual(applied, Array.from({ length: results[0]!.version }, (_, i) => i + 1));
+  assert.deepEqual(await Promise.all(instances.map((s) => s.migrate())), results.map((r) => ({ applied: [], version: r.version })));
+  await instances[0]!.queues.put('after', { concurrency: 2 });
+  await instances[1]!.send('after', { ok: true });
+  assert.equal((await instances[2]!.stats('after')).ready, 1);
+  // No migration lock stays behind on a server connection.
+  const client = await sqlClient();
+  const { rows } = await client.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = hashtext('bouncer_schema.migrate')::oid");
+  assert.equal(rows[0].n, 0);
 });

@@ -226,6 +226,37 @@ test('sendMany inserts in order, dedupes singletons within the batch and against
   assert.equal(await jobCount(q), 4);
 });
 
+test('sendMany without singleton keys (the plain path): every option of every item lands, and items without options get the defaults', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { maxAttempts: 7 });
+  const runAt = new Date(Date.now() + 3_600_000);
+  const results = await sluice.sendMany(q, [
+    { data: { plain: true } },
+    { data: 'keyed', key: 'tenant-1' },
+    { data: 'late', runAt },
+    { data: 'delayed', delayMs: 60_000 },
+    { data: 'urgent', priority: -5, maxAttempts: 2 },
+    { data: null },
+    {} as never,
+  ]);
+  const jobs = await Promise.all(results.map((r) => sluice.get(r.id)));
+  const [plain, keyed, late, delayed, urgent, nul, empty] = jobs;
+  assert.deepEqual(plain?.data, { plain: true });
+  assert.equal(plain?.key, null);
+  assert.equal(plain?.priority, 0);
+  assert.equal(plain?.maxAttempts, 7, "the queue's default");
+  assert.equal(keyed?.key, 'tenant-1');
+  assert.equal(late?.runAt.getTime(), runAt.getTime());
+  assert.ok(delayed!.runAt.getTime() - delayed!.createdAt.getTime() === 60_000, 'runAt = created + delayMs');
+  assert.equal(urgent?.priority, -5);
+  assert.equal(urgent?.maxAttempts, 2);
+  assert.equal(nul?.data, null);
+  assert.equal(empty?.data, null, 'no data field is null data');
+  assert.deepEqual(results.map((r) => r.deduplicated), [false, false, false, false, false, false, false]);
+  assert.ok(results.every((r, i) => i === 0 || BigInt(r.id) > BigInt(results[i - 1]!.id)), 'ids in item order');
+});
+
 test('sendMany admission is all-or-nothing', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();
@@ -261,6 +292,8 @@ test('cancel and replay follow the state machine', async () => {
 test('a pg pool passed in is used and not closed by close()', async () => {
   const db = await testDatabase();
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  // Its connections may still be closing when the file's database is dropped WITH (FORCE).
+  pool.on('error', () => undefined);
   const { Sluice } = await import('../src/index.js');
   const sluice = new Sluice({ pool, logger: (await import('./helpers.js')).memoryLogger() });
   const q = uniqueQueue();

@@ -11,10 +11,8 @@ CREATE TABLE IF NOT EXISTS :SCHEMA.migration (
 );
 
 -- name: MigrationLock
-SELECT pg_advisory_lock(hashtext(':SCHEMA_NAME.migrate'));
-
--- name: MigrationUnlock
-SELECT pg_advisory_unlock(hashtext(':SCHEMA_NAME.migrate'));
+-- Transaction-scoped: released by the COMMIT or ROLLBACK of each migration step.
+SELECT pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.migrate'));
 
 -- name: MigrationApplied
 SELECT version FROM :SCHEMA.migration ORDER BY version;

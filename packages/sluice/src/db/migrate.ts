@@ -1,7 +1,9 @@
 /**
  * Forward-only migrations: numbered `.sql` files applied in order, each in its own
- * transaction, under a session advisory lock so concurrent migrators queue up instead
- * of racing. Applied versions are recorded in `<schema>.migration`.
+ * transaction. Every transaction takes the migration lock for itself
+ * (`pg_advisory_xact_lock`) and rereads what is applied, so concurrent migrators queue up
+ * instead of racing, and nothing outlives a transaction: migrations run through PgBouncer
+ * in transaction mode as well. Applied versions are recorded in `<schema>.migration`.
  */
 import type pg from 'pg';
 import { latestVersion, sqlFor } from './sql.js';
@@ -25,34 +27,45 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateRes
     lost = err;
   };
   client.on('error', onError);
-  try {
-    await client.query(text('MigrationLock'));
+  /** One transaction under the migration lock; returns the versions applied before `fn` ran. */
+  const locked = async <T>(fn: (done: Set<number>) => Promise<T>): Promise<T> => {
+    await client.query('BEGIN');
     try {
+      await client.query(text('MigrationLock'));
       await client.query(text('MigrationCreateSchema'));
       await client.query(text('MigrationCreateTable'));
       const done = new Set((await client.query(text('MigrationApplied'))).rows.map((r) => Number(r.version)));
       const newest = Math.max(0, ...done);
       if (newest > latestVersion()) throw newerSchema(schema, newest);
-      const applied: number[] = [];
-      for (const m of sql.migrations) {
-        if (done.has(m.version)) continue;
-        await client.query('BEGIN');
+      const result = await fn(done);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  };
+  try {
+    // One transaction when the schema is current (every start-up); then one per migration
+    // missing, each rereading what is applied under the lock.
+    const missing = await locked(async (done) => sql.migrations.filter((m) => !done.has(m.version)));
+    const applied: number[] = [];
+    for (const m of missing) {
+      const ran = await locked(async (done) => {
+        if (done.has(m.version)) return false;
         try {
           await client.query(m.text);
           await client.query(text('MigrationRecord'), [m.version, m.name]);
-          await client.query('COMMIT');
         } catch (err) {
-          await client.query('ROLLBACK').catch(() => undefined);
           throw new SchemaVersionError(
             `migration ${m.version} (${m.name}) failed on schema "${schema}": ${(err as Error).message}`,
           );
         }
-        applied.push(m.version);
-      }
-      return { applied, version: latestVersion() };
-    } finally {
-      await client.query(text('MigrationUnlock')).catch(() => undefined);
+        return true;
+      });
+      if (ran) applied.push(m.version);
     }
+    return { applied, version: latestVersion() };
   } finally {
     client.removeListener('error', onError);
     client.release(lost);

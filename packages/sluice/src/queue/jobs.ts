@@ -85,11 +85,15 @@ export class Jobs {
         throw err;
       }
       const json = serializePayload(data === undefined ? null : data, this.config.maxPayloadBytes, `items[${i}].data`);
-      return (
-        `{"data":${json},"key":${JSON.stringify(o.key)},"singleton_key":${JSON.stringify(o.singletonKey)},` +
-        `"run_at":${JSON.stringify(o.runAt?.toISOString() ?? null)},"delay_ms":${JSON.stringify(o.delayMs)},` +
-        `"priority":${JSON.stringify(o.priority)},"max_attempts":${JSON.stringify(o.maxAttempts)}}`
-      );
+      // Only the fields given: the server reads a missing one as null, and parses less.
+      let row = `{"data":${json}`;
+      if (o.key !== null) row += `,"key":${JSON.stringify(o.key)}`;
+      if (o.singletonKey !== null) row += `,"singleton_key":${JSON.stringify(o.singletonKey)}`;
+      if (o.runAt !== null) row += `,"run_at":"${o.runAt.toISOString()}"`;
+      if (o.delayMs !== null) row += `,"delay_ms":${o.delayMs}`;
+      if (o.priority !== null) row += `,"priority":${o.priority}`;
+      if (o.maxAttempts !== null) row += `,"max_attempts":${o.maxAttempts}`;
+      return `${row}}`;
     });
     await this.ready();
     const inside = opts.client !== undefined || this.sendsInFlight === 0;

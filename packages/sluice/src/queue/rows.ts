@@ -25,9 +25,11 @@ export function toJob<T = unknown>(r: any): Job<T> {
 
 const TIMESTAMP_COLUMNS = ['run_at', 'lease_expires_at', 'created_at', 'started_at', 'finished_at'];
 
-/** A job row that came back as jsonb (timestamps as text) in the shape of a table row. */
-export function rowFromJson(obj: Record<string, unknown>): any {
-  const row: Record<string, unknown> = { ...obj };
+/**
+ * A job row that came back as jsonb (timestamps as text) in the shape of a table row. The
+ * object is the one just parsed from the result, owned by nobody else: converted in place.
+ */
+export function rowFromJson(row: Record<string, unknown>): any {
   for (const column of TIMESTAMP_COLUMNS) {
     if (typeof row[column] === 'string') row[column] = new Date(row[column] as string);
   }

@@ -27,6 +27,9 @@ export interface ChaosReport {
   /** Peak number of handlers running at once while holding a lease that had not been swept. */
   maxOverlap: number;
   cap: number;
+  /** The same peak for the busiest key, and the per-key cap it must stay under (null: no keys). */
+  maxKeyOverlap: number;
+  perKeyLimit: number | null;
   /** Jobs still active after the final sweep. */
   activeAtEnd: number;
   /** Handler runs that neither finished, nor belonged to a killed worker, nor were swept. */
@@ -47,6 +50,7 @@ export interface AnalyzeInput {
   killedAt: Map<string, bigint>;
   offsetNs: bigint;
   cap: number;
+  perKeyLimit: number | null;
   workers: number;
   kills: number;
   restarts: number;
@@ -100,9 +104,14 @@ export async function analyze(c: pg.Client, input: AnalyzeInput): Promise<ChaosR
     else if (!run || run.worker !== first!.worker_id || run.end === undefined) staleCompletions++;
   }
 
+  const keyOf = new Map<string, string | null>(
+    (await c.query('SELECT id::text, key FROM sluice.job WHERE id = ANY($1::bigint[])', [input.ids])).rows.map((r) => [r.id, r.key]),
+  );
+
   // Overlap of handler runs while their lease held: a run ends when its handler ends, its
   // process is killed, or its lease is swept, whichever comes first.
   const edges: [bigint, number][] = [];
+  const keyEdges = new Map<string, [bigint, number][]>();
   let orphanRuns = duplicateRuns;
   for (const [key, run] of runs) {
     let end = run.end ?? input.killedAt.get(run.worker);
@@ -114,12 +123,14 @@ export async function analyze(c: pg.Client, input: AnalyzeInput): Promise<ChaosR
     }
     if (end < run.start) end = run.start;
     edges.push([run.start, 1], [end, -1]);
+    const jobKey = keyOf.get(jobIdOf(key));
+    if (jobKey != null) {
+      if (!keyEdges.has(jobKey)) keyEdges.set(jobKey, []);
+      keyEdges.get(jobKey)!.push([run.start, 1], [end, -1]);
+    }
   }
-  // Ends sort before starts at the same instant: a slot handed over is not an overlap.
-  edges.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
-  let running = 0;
-  let maxOverlap = 0;
-  for (const [, delta] of edges) maxOverlap = Math.max(maxOverlap, (running += delta));
+  const maxOverlap = peak(edges);
+  const maxKeyOverlap = Math.max(0, ...[...keyEdges.values()].map(peak));
 
   const { rows } = await c.query(
     `SELECT count(*) FILTER (WHERE state = 'completed')::int AS completed,
@@ -144,9 +155,25 @@ export async function analyze(c: pg.Client, input: AnalyzeInput): Promise<ChaosR
     reruns: runs.size - new Set([...runs.keys()].map((k) => k.split('/')[0])).size,
     maxOverlap,
     cap: input.cap,
+    maxKeyOverlap,
+    perKeyLimit: input.perKeyLimit,
     activeAtEnd: active,
     orphanRuns,
     durationMs: Math.round(input.durationMs),
     jobsPerSecond: Math.round((input.ids.length / input.durationMs) * 1000),
   };
+}
+
+/** The job id of a `${id}/${attempt}` run key. */
+function jobIdOf(run: string): string {
+  return run.slice(0, run.indexOf('/'));
+}
+
+/** Most intervals open at once; ends sort before starts at the same instant (a slot handed over is not an overlap). */
+function peak(edges: [bigint, number][]): number {
+  edges.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
+  let running = 0;
+  let max = 0;
+  for (const [, delta] of edges) max = Math.max(max, (running += delta));
+  return max;
 }

@@ -1,6 +1,7 @@
 // The worker death storm, shared by test/chaos.test.ts (short) and scripts/chaos.ts (long).
 //
-// On a PostgreSQL of its own: N jobs on a capped queue with a short lease, worked by real
+// On a PostgreSQL of its own: N jobs on a capped queue with a short lease (spread over keys
+// with a per-key cap, by default), worked by real
 // worker processes (chaos/worker.ts), while a random worker is SIGKILLed and replaced
 // every `killIntervalMs` and the server is restarted `restarts` times (at even fractions
 // of the progress). Every job state change is recorded by a trigger in the same
@@ -25,6 +26,10 @@ export interface ChaosOptions {
   concurrency: number;
   /** Local seatbelt of each worker; above cap / workers so the global cap binds. */
   workerConcurrency: number;
+  /** Jobs spread over this many keys (0: no keys)... */
+  keys: number;
+  /** ...each key capped at this many running jobs (`perKeyConcurrency`), when keys > 0. */
+  perKeyConcurrency: number;
   leaseSeconds: number;
   killIntervalMs: number;
   restarts: number;
@@ -41,6 +46,8 @@ export const defaults: ChaosOptions = {
   workers: 7,
   concurrency: 40,
   workerConcurrency: 10,
+  keys: 30,
+  perKeyConcurrency: 2,
   leaseSeconds: 2,
   killIntervalMs: 2000,
   restarts: 2,
@@ -123,13 +130,17 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
     // No backoff: a swept job is ready again at once, so reruns happen during the storm.
     await admin.queues.put(QUEUE, {
       concurrency: o.concurrency,
+      perKeyConcurrency: o.keys > 0 ? o.perKeyConcurrency : undefined,
       leaseSeconds: o.leaseSeconds,
       maxAttempts: 25,
       backoff: { baseMs: 0, maxMs: 0 },
     });
     const ids: string[] = [];
     for (let i = 0; i < o.jobs; i += 5000) {
-      const batch = Array.from({ length: Math.min(5000, o.jobs - i) }, (_, j) => ({ data: i + j }));
+      const batch = Array.from({ length: Math.min(5000, o.jobs - i) }, (_, j) => ({
+        data: i + j,
+        key: o.keys > 0 ? `k${(i + j) % o.keys}` : undefined,
+      }));
       ids.push(...(await admin.sendMany(QUEUE, batch)).map((r) => r.id));
     }
     await admin.close();
@@ -245,6 +256,7 @@ export async function runChaos(partial: Partial<ChaosOptions> = {}): Promise<Cha
         killedAt,
         offsetNs,
         cap: o.concurrency,
+        perKeyLimit: o.keys > 0 ? o.perKeyConcurrency : null,
         workers: o.workers,
         kills,
         restarts,
