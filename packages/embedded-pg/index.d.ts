@@ -12,6 +12,9 @@ export function isRoot(): boolean;
 
 export function freePort(): Promise<number>;
 
+/** Copies Debian's pgTAP extension files into the embedded installation; whether pgTAP is available. */
+export function installPgtap(nativeDir: string, options?: { log?: (line: string) => void }): boolean;
+
 export interface EmbeddedServer {
   server: EmbeddedPostgres;
   port: number;

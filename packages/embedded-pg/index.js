@@ -7,7 +7,7 @@
 // temporary directory, readable by everyone, and loaded from there. Nothing in the
 // checkout's permissions is changed.
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -85,6 +85,28 @@ export async function loadEmbeddedPostgres({ log = () => {} } = {}) {
   }
   const { default: EmbeddedPostgres } = await import(pathToFileURL(entry).href);
   return { EmbeddedPostgres, nativeDir };
+}
+
+// The embedded binaries ship no pgTAP, which the proof engine's SQL runs need. pgTAP is
+// pure SQL (no shared library), so the extension files of Debian's postgresql-<major>-pgtap
+// (/usr/share/postgresql/<major>/extension/pgtap*) are copied into the embedded server's
+// share/postgresql/extension before it starts; each run database then does CREATE
+// EXTENSION pgtap as usual. Idempotent. Without the Debian package it only says so, and
+// SQL runs report pgtap_unavailable. Returns whether pgTAP is available.
+export function installPgtap(nativeDir, { log = () => {} } = {}) {
+  const major = JSON.parse(readFileSync(join(nativeDir, '..', 'package.json'), 'utf8')).version.split('.')[0];
+  const source = `/usr/share/postgresql/${major}/extension`;
+  const target = join(nativeDir, 'share', 'postgresql', 'extension');
+  const files = existsSync(source) ? readdirSync(source).filter((f) => /^pgtap.*\.(sql|control)$/.test(f)) : [];
+  if (!files.includes('pgtap.control') || !existsSync(target)) {
+    log(`# pgTAP not found in ${source}: apt-get install postgresql-${major}-pgtap for SQL proofs`);
+    return false;
+  }
+  for (const file of files) {
+    const to = join(target, file);
+    if (!existsSync(to) || statSync(to).size !== statSync(join(source, file)).size) copyFileSync(join(source, file), to);
+  }
+  return true;
 }
 
 /** A TCP port free on loopback right now. */

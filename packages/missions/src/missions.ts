@@ -77,6 +77,8 @@ export class Missions {
     } else {
       if (!options.connectionString) throw new MissionsError('validation', 'Missions needs a pool or a connectionString');
       this.pool = new pg.Pool({ connectionString: options.connectionString });
+      // An idle connection the server closes (restart, failover) must not end the process.
+      this.pool.on('error', (err) => this.sluice.logger.warn({ err: err.message }, 'missions: idle database connection lost'));
       this.ownsPool = true;
     }
   }

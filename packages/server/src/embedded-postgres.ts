@@ -5,10 +5,9 @@
  * Its password is generated once and kept next to it (mode 0600).
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { loadEmbeddedPostgres } from '@sluice/embedded-postgres';
+import { freePort, installPgtap, isRoot, loadEmbeddedPostgres } from '@sluice/embedded-postgres';
 
 export interface EmbeddedPostgres {
   url: string;
@@ -16,18 +15,6 @@ export interface EmbeddedPostgres {
   /** True when this start created the cluster. */
   initialised: boolean;
   stop(): Promise<void>;
-}
-
-export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, host, () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function loadOrCreatePassword(file: string): string {
@@ -52,27 +39,6 @@ async function importWithoutSignalHandlers() {
   return { EmbeddedPostgresServer, nativeDir };
 }
 
-/**
- * The embedded binaries ship no pgTAP, which the proof engine's SQL runs need. pgTAP is
- * pure SQL, so Debian's extension files (postgresql-<major>-pgtap) are copied next to the
- * server's own before it starts. Without the Debian package SQL proofs report
- * pgtap_unavailable; nothing else needs it. Returns whether pgTAP is available.
- */
-function installPgtap(nativeDir: string): boolean {
-  const major = (JSON.parse(readFileSync(join(nativeDir, '..', 'package.json'), 'utf8')) as { version: string }).version.split('.')[0];
-  const source = `/usr/share/postgresql/${major}/extension`;
-  const target = join(nativeDir, 'share', 'postgresql', 'extension');
-  const files = existsSync(source) ? readdirSync(source).filter((f) => /^pgtap.*\.(sql|control)$/.test(f)) : [];
-  if (!files.includes('pgtap.control') || !existsSync(target)) return false;
-  for (const file of files) {
-    const to = join(target, file);
-    if (!existsSync(to) || statSync(to).size !== statSync(join(source, file)).size) copyFileSync(join(source, file), to);
-  }
-  return true;
-}
-
-const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
-
 export async function startEmbeddedPostgres({
   dataDir,
   port = 0,
@@ -85,7 +51,7 @@ export async function startEmbeddedPostgres({
 }): Promise<EmbeddedPostgres> {
   const { EmbeddedPostgresServer, nativeDir } = await importWithoutSignalHandlers();
   try {
-    if (!installPgtap(nativeDir)) log('embedded PostgreSQL: no pgTAP (apt-get install postgresql-15-pgtap for SQL proofs)');
+    installPgtap(nativeDir, { log: (line) => log(`embedded PostgreSQL: ${line.replace(/^# /, '')}`) });
   } catch (err) {
     log(`embedded PostgreSQL: could not install pgTAP: ${(err as Error).message}`);
   }
