@@ -5,6 +5,7 @@
  */
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { Agent, request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { FromHttpServer, ToHttpServer } from './http-server.js';
 import type { RunContext } from './phases.js';
@@ -39,13 +40,31 @@ export async function httpPhase(ctx: RunContext, queue: string) {
   try {
     child.send({ type: 'init', init: { databaseUrl: ctx.spec.databaseUrl, queue, apiToken } } satisfies ToHttpServer);
     const { port } = await waitFor(child, 'listening', 120_000);
-    const url = `http://127.0.0.1:${port}/api/queues/${queue}/jobs`;
-    const headers = { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' };
-    const post = async (i: number): Promise<number> => {
-      const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ data: { i } }) });
-      await res.arrayBuffer();
-      return res.status;
-    };
+    // node:http with one kept-alive connection per client: the load generator must not be
+    // what limits the rate (fetch cost several times more CPU per request than the server).
+    const agent = new Agent({ keepAlive: true, maxSockets: clients });
+    const path = `/api/queues/${queue}/jobs`;
+    const post = (i: number): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const body = JSON.stringify({ data: { i } });
+        const req = request(
+          {
+            host: '127.0.0.1',
+            port,
+            path,
+            method: 'POST',
+            agent,
+            headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+          },
+          (res) => {
+            res.on('data', () => undefined);
+            res.on('end', () => resolve(res.statusCode ?? 0));
+            res.on('error', reject);
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
     // Warm the connections and the server's first requests; not measured.
     const warmed = (await Promise.all(Array.from({ length: clients }, (_, c) => post(-1 - c)))).filter((s) => s === 202).length;
 
@@ -65,6 +84,7 @@ export async function httpPhase(ctx: RunContext, queue: string) {
       }),
     );
     const ms = now() - t0;
+    agent.destroy();
     child.send({ type: 'stop' } satisfies ToHttpServer);
     const { peakRssKb } = await waitFor(child, 'stopped', 30_000);
     const sorted = durations.sort((a, b) => a - b);

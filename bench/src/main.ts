@@ -9,7 +9,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { adapterNamed } from './adapters/index.js';
+import { loadAdapter } from './adapters/index.js';
 import { dropDatabase, provideServer, readServerInfo, resetDatabase } from './database.js';
 import { optionsGivenToNpm, parseOptions, USAGE, type Options } from './options.js';
 import { pgbenchReference } from './pgbench.js';
@@ -91,8 +91,8 @@ async function main(opts: Options): Promise<number> {
   log(`load average ${loadavg().join(' / ')} on ${os.cpus().length} cores`);
   if (os.loadavg()[0]! > os.cpus().length) log('the machine is busy: figures will be lower and noisier than on an idle machine');
 
-  const allCases = opts.systems.flatMap((name) => {
-    const adapter = adapterNamed(name);
+  const loaded = await Promise.all(opts.systems.map(loadAdapter));
+  const allCases = loaded.flatMap((adapter) => {
     // --variants picks from every variant, as --peers would list them.
     const variants = adapter.variants({ cap: opts.cap, extended: opts.extended || opts.variants !== null });
     return variants
@@ -174,7 +174,7 @@ async function main(opts: Options): Promise<number> {
     };
     const compared = compareMarkdown({
       cases: caseResults,
-      cannot: Object.fromEntries(opts.systems.map((name) => [name, adapterNamed(name).cannot])),
+      cannot: Object.fromEntries(loaded.map((adapter) => [adapter.name, adapter.cannot])),
       pgbench,
       workload: opts.workload,
       capLimit: opts.adapter.capLimit,

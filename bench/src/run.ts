@@ -5,7 +5,7 @@
  */
 import os from 'node:os';
 import pg from 'pg';
-import { adapterNamed } from './adapters/index.js';
+import { loadAdapter } from './adapters/index.js';
 import { findPgScope } from './cpu.js';
 import { httpPhase } from './http.js';
 import type { Phase } from './options.js';
@@ -24,7 +24,7 @@ process.on('disconnect', () => process.exit(5));
 
 async function runCase(spec: RunSpec): Promise<Record<string, unknown>> {
   const started = now();
-  const adapter = adapterNamed(spec.system);
+  const adapter = await loadAdapter(spec.system);
   const plan = adapter.plan(spec.variant, spec.options);
   const errors: string[] = [];
   const result: Record<string, unknown> = {

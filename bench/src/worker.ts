@@ -3,7 +3,7 @@
  * ready, starts consuming on `go`, stops gracefully on `stop` and reports what its
  * handler saw. The handler is a no-op apart from its own bookkeeping.
  */
-import { adapterNamed } from './adapters/index.js';
+import { loadAdapter } from './adapters/index.js';
 import { RssPeak, rssKb } from './memory.js';
 import type { Consumer } from './adapter.js';
 import type { FromWorker, ToWorker, WorkerReport, WorkerSpec } from './protocol.js';
@@ -61,7 +61,7 @@ async function handle(msg: ToWorker): Promise<void> {
       spec = msg.spec;
       setTimeout(() => process.exit(4), spec.maxLifeMs).unref();
       if (spec.countStatements) installStatementCounter();
-      const adapter = adapterNamed(spec.system);
+      const adapter = await loadAdapter(spec.system);
       consumer = await adapter.openWorker({
         databaseUrl: spec.databaseUrl,
         variant: spec.variant,
