@@ -6,13 +6,12 @@
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'node:http';
-import { fileURLToPath } from 'node:url';
 import type { FromHttpServer, ToHttpServer } from './http-server.js';
 import type { RunContext } from './phases.js';
 import { now, percentile, round } from './util.js';
-import { EXEC_ARGV } from './workers.js';
+import { entry, EXEC_ARGV } from './entries.js';
 
-const SERVER_ENTRY = fileURLToPath(new URL('./http-server.ts', import.meta.url));
+const SERVER_ENTRY = entry('http-server');
 
 function waitFor<T extends FromHttpServer['type']>(child: ReturnType<typeof fork>, type: T, timeoutMs: number): Promise<Extract<FromHttpServer, { type: T }>> {
   return new Promise((resolve, reject) => {

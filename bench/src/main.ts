@@ -19,10 +19,10 @@ import { commandLine, resultsRegion, writeResultsRegion } from './docs.js';
 import { estimateSeconds } from './estimate.js';
 import { markdown, medians, otherActivity, problems, type CaseResult, type Run } from './report.js';
 import { log, now, round } from './util.js';
-import { EXEC_ARGV } from './workers.js';
+import { COMPILED, entry, EXEC_ARGV } from './entries.js';
 
 const BENCH_DIR = fileURLToPath(new URL('..', import.meta.url));
-const RUN_ENTRY = fileURLToPath(new URL('./run.ts', import.meta.url));
+const RUN_ENTRY = entry('run');
 
 /** The commit of `path` (the repository, or one package), and whether it has local changes. */
 function gitDescription(path = '.'): string | null {
@@ -37,10 +37,12 @@ function gitDescription(path = '.'): string | null {
 }
 
 /**
- * RSS (MB) the TypeScript loader adds to every bench process: a deployed worker runs
- * compiled JavaScript, so the memory figures are also shown without it.
+ * RSS (MB) the TypeScript loader adds to every bench process when run from the sources
+ * (0 when built: no loader): a deployed worker runs compiled JavaScript, so the memory
+ * figures are then also shown without it.
  */
 function loaderRssMb(): number | null {
+  if (COMPILED) return 0;
   try {
     const rss = (args: string[]): number =>
       Number(execFileSync(process.execPath, [...args, '-e', 'process.stdout.write(String(process.memoryUsage().rss))'], { cwd: BENCH_DIR }).toString());

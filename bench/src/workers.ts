@@ -5,12 +5,11 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { entry, EXEC_ARGV } from './entries.js';
 import type { FromWorker, ToWorker, WorkerReport, WorkerSpec } from './protocol.js';
 import { waitForEvent } from './util.js';
 
-const WORKER_ENTRY = fileURLToPath(new URL('./worker.ts', import.meta.url));
-/** TypeScript sources of the workspace packages are loaded through tsx. */
-export const EXEC_ARGV = ['--import', 'tsx', '--conditions=development'];
+const WORKER_ENTRY = entry('worker');
 
 interface Child {
   proc: ChildProcess;

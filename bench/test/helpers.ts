@@ -16,7 +16,7 @@ export interface BenchOutput {
   report: any;
 }
 
-/** Runs `src/main.ts` with `args` on its own database and output directory; never throws on a failed run. */
+/** Runs the built `dist/main.js` (`npm test` builds it first) with `args` on its own database and output directory; never throws on a failed run. */
 export async function runBench(args: string[]): Promise<BenchOutput> {
   // The test server from `npm test` (or the one named in the environment); without one the
   // bench starts its own embedded PostgreSQL.
@@ -30,7 +30,7 @@ export async function runBench(args: string[]): Promise<BenchOutput> {
     const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
       const child = spawn(
         process.execPath,
-        ['--import', 'tsx', '--conditions=development', 'src/main.ts', ...args, `--db-name=${dbName}`, `--out-dir=${outDir}`],
+        ['dist/main.js', ...args, `--db-name=${dbName}`, `--out-dir=${outDir}`],
         { cwd: BENCH_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] },
       );
       let out = '';

@@ -38,6 +38,10 @@ test('targets: met, not met and not measured follow the ratios of the run', () =
   assert.equal(byText('Batch enqueue')[0]!.met, null, 'no enqueue measured: not measured, never met');
   // 125 MB measured, of which 30 MB is the benchmark's loader.
   assert.equal(byText('A worker process')[0]!.met, true);
+  // Built, the workers carry no loader: the figure is what a deployed worker uses.
+  const compiled = computeTargets({ ...input([{ median: { proc1: { worker_peak_rss_mb: 125 } } }]), loaderRssMb: 0 });
+  const memory = compiled.find((t) => t.text.startsWith('A worker process'))!;
+  assert.deepEqual([memory.met, memory.value], [false, 'largest 125 MB, workers running compiled JavaScript']);
 });
 
 test('results region: only the text between the markers is replaced', () => {
