@@ -1,21 +1,14 @@
 /**
- * The platform's own schema (`missions`): numbered forward-only migrations under an
- * advisory lock, and named statements read from `sql/queries.sql`.
+ * The platform's own schema (`missions`): numbered forward-only migrations applied by
+ * Sluice's runner (`migrateSchema`), and named statements read from `sql/queries.sql`.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import type pg from 'pg';
+import { migrateSchema, type SchemaMigration } from 'sluice';
 
 const SQL_DIR = new URL('../sql/', import.meta.url);
-// A fixed key: migrations of this schema never run twice at once, whatever the process.
-const MIGRATION_LOCK = 'missions.migrate';
 
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
-
-export function loadMigrations(): Migration[] {
+export function loadMigrations(): SchemaMigration[] {
   const dir = new URL('migrations/', SQL_DIR);
   return readdirSync(dir)
     .filter((f) => /^\d{4}_.+\.sql$/.test(f))
@@ -23,37 +16,13 @@ export function loadMigrations(): Migration[] {
     .map((f) => ({ version: Number(f.slice(0, 4)), name: f, sql: readFileSync(new URL(f, dir), 'utf8') }));
 }
 
-/** Creates or upgrades the `missions` schema; returns the versions it applied. */
+/**
+ * Creates or upgrades the `missions` schema; returns the versions it applied. Sluice's
+ * runner: each migration in its own transaction under a transaction-scoped lock, so
+ * concurrent starts queue up, and it also runs through PgBouncer in transaction mode.
+ */
 export async function migrate(pool: pg.Pool): Promise<number[]> {
-  const client = await pool.connect();
-  const applied: number[] = [];
-  try {
-    await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [MIGRATION_LOCK]);
-    try {
-      await client.query('CREATE SCHEMA IF NOT EXISTS missions');
-      await client.query('CREATE TABLE IF NOT EXISTS missions.migration (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
-      const { rows } = await client.query<{ version: number }>('SELECT version FROM missions.migration');
-      const done = new Set(rows.map((r) => r.version));
-      for (const migration of loadMigrations()) {
-        if (done.has(migration.version)) continue;
-        await client.query('BEGIN');
-        try {
-          await client.query(migration.sql);
-          await client.query('INSERT INTO missions.migration (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
-          await client.query('COMMIT');
-        } catch (error) {
-          await client.query('ROLLBACK');
-          throw error;
-        }
-        applied.push(migration.version);
-      }
-    } finally {
-      await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [MIGRATION_LOCK]);
-    }
-  } finally {
-    client.release();
-  }
-  return applied;
+  return (await migrateSchema(pool, { schema: 'missions', migrations: loadMigrations() })).applied;
 }
 
 export type QueryName =

@@ -18,7 +18,7 @@ export type { Worker, WorkOptions, Handler, JobContext } from './worker/worker.j
 export type { TickResult } from './maintenance/maintenance.js';
 export type { Schedule, SchedulePolicy, CatchUp } from './maintenance/schedules.js';
 export type { DeadLetterFilter, DeadLetterPage } from './queue/dead-letters.js';
-export type { MigrateResult } from './db/migrate.js';
+export { migrateSchema, type MigrateResult, type SchemaMigration } from './db/migrate.js';
 export type {
   Job,
   ClaimedJob,

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SchemaVersionError, Sluice, ValidationError } from '../src/index.js';
-import { makeSluice, sqlClient, testDatabase, memoryLogger } from './helpers.js';
+import pg from 'pg';
+import { migrateSchema, SchemaVersionError, Sluice, ValidationError } from '../src/index.js';
+import { afterAll, makeSluice, sqlClient, testDatabase, memoryLogger } from './helpers.js';
 
 test('the template database is migrated to the latest version; migrate() again applies nothing', async () => {
   const sluice = await makeSluice();
@@ -59,4 +60,26 @@ test('schema names are validated', () => {
   assert.throws(() => new Sluice({ connectionString: 'postgres://x', schema: 'bad"name' }), ValidationError);
   assert.throws(() => new Sluice({ connectionString: 'postgres://x', schema: 'Upper' }), ValidationError);
   assert.throws(() => new Sluice({} as never), ValidationError);
+});
+
+test('migrateSchema: a schema of the application, migrated by the same runner from several callers at once', async () => {
+  const db = await testDatabase();
+  const pool = new pg.Pool({ connectionString: db.url, max: 6 });
+  afterAll(() => pool.end());
+  const v1 = { version: 1, name: 'orders', sql: 'CREATE TABLE app_schema.orders (id bigint PRIMARY KEY)' };
+  const v2 = { version: 2, name: 'orders_note', sql: 'ALTER TABLE app_schema.orders ADD COLUMN note text' };
+  const results = await Promise.all([1, 2, 3].map(() => migrateSchema(pool, { schema: 'app_schema', migrations: [v2, v1] })));
+  assert.deepEqual(results.flatMap((r) => r.applied).sort(), [1, 2], 'each migration applied once, in version order');
+  assert.deepEqual(await migrateSchema(pool, { schema: 'app_schema', migrations: [v1, v2] }), { applied: [], version: 2 });
+  await pool.query("INSERT INTO app_schema.orders (id, note) VALUES (1, 'ok')");
+  // Numbering is checked before anything runs; an older release is refused a newer schema.
+  await assert.rejects(migrateSchema(pool, { schema: 'app_schema', migrations: [v1, { ...v2, version: 3 }] }), SchemaVersionError);
+  await assert.rejects(migrateSchema(pool, { schema: 'app_schema', migrations: [v1] }), (err: unknown) => err instanceof SchemaVersionError && /newer/.test(err.message));
+  await assert.rejects(migrateSchema(pool, { schema: 'App', migrations: [v1] }), ValidationError);
+  // A failing migration leaves nothing half-applied.
+  const broken = { version: 3, name: 'broken', sql: 'ALTER TABLE app_schema.orders ADD COLUMN half int; SELECT no_such_function()' };
+  await assert.rejects(migrateSchema(pool, { schema: 'app_schema', migrations: [v1, v2, broken] }), (err: unknown) => err instanceof SchemaVersionError && /migration 3 \(broken\) failed/.test(err.message));
+  const { rows } = await pool.query("SELECT count(*)::int AS n FROM information_schema.columns WHERE table_schema = 'app_schema' AND column_name = 'half'");
+  assert.equal(rows[0].n, 0);
+  assert.deepEqual((await pool.query('SELECT version FROM app_schema.migration ORDER BY version')).rows.map((r) => r.version), [1, 2]);
 });

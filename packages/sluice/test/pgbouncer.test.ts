@@ -4,10 +4,9 @@
 // and so do migrations, concurrently from several instances.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { waitFor } from '@sluice/testkit';
+import { hasPgBouncer, startPgBouncer, waitFor } from '@sluice/testkit';
 import { QueueFullError, Sluice } from '../src/index.js';
 import { afterAll, memoryLogger, sqlClient, testDatabase, uniqueQueue } from './helpers.js';
-import { hasPgBouncer, startPgBouncer } from './fixtures/pgbouncer.js';
 
 const skip = hasPgBouncer() ? false : 'pgbouncer is not installed (apt-get install pgbouncer)';
 

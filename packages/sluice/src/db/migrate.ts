@@ -4,10 +4,12 @@
  * (`pg_advisory_xact_lock`) and rereads what is applied, so concurrent migrators queue up
  * instead of racing, and nothing outlives a transaction: migrations run through PgBouncer
  * in transaction mode as well. Applied versions are recorded in `<schema>.migration`.
+ * Sluice's own schema and an application's (`migrateSchema`) go through the same runner.
  */
 import type pg from 'pg';
 import { latestVersion, sqlFor } from './sql.js';
 import { SchemaVersionError } from '../errors.js';
+import { validateSchemaName } from '../queue/validate.js';
 
 export interface MigrateResult {
   /** Versions applied by this call (empty when the schema was already current). */
@@ -16,7 +18,34 @@ export interface MigrateResult {
   version: number;
 }
 
-export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateResult> {
+/** One numbered migration of an application's schema: versions run 1, 2, 3… */
+export interface SchemaMigration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/**
+ * Creates or upgrades `schema` with `migrations` (versions 1…n, in order), the way Sluice
+ * migrates its own schema: safe from many processes at once and through PgBouncer in
+ * transaction mode. A schema already past the newest version given is refused
+ * (`SchemaVersionError`): an older release must not run against a newer schema.
+ */
+export async function migrateSchema(pool: pg.Pool, options: { schema: string; migrations: SchemaMigration[] }): Promise<MigrateResult> {
+  const schema = validateSchemaName(options.schema);
+  const migrations = [...options.migrations].sort((x, y) => x.version - y.version);
+  migrations.forEach((m, i) => {
+    if (m.version !== i + 1) throw new SchemaVersionError(`migrations of schema "${schema}" must be numbered 1, 2, 3…: found ${m.version} at position ${i + 1}`);
+  });
+  return runMigrations(pool, schema, migrations, migrations.length);
+}
+
+export function migrate(pool: pg.Pool, schema: string): Promise<MigrateResult> {
+  const own = sqlFor(schema).migrations.map((m) => ({ version: m.version, name: m.name, sql: m.text }));
+  return runMigrations(pool, schema, own, latestVersion());
+}
+
+async function runMigrations(pool: pg.Pool, schema: string, migrations: SchemaMigration[], latest: number): Promise<MigrateResult> {
   const sql = sqlFor(schema);
   const text = (name: string) => sql.query(name).text;
   const client = await pool.connect();
@@ -36,7 +65,7 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateRes
       await client.query(text('MigrationCreateTable'));
       const done = new Set((await client.query(text('MigrationApplied'))).rows.map((r) => Number(r.version)));
       const newest = Math.max(0, ...done);
-      if (newest > latestVersion()) throw newerSchema(schema, newest);
+      if (newest > latest) throw newerSchema(schema, newest, latest);
       const result = await fn(done);
       await client.query('COMMIT');
       return result;
@@ -48,13 +77,13 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateRes
   try {
     // One transaction when the schema is current (every start-up); then one per migration
     // missing, each rereading what is applied under the lock.
-    const missing = await locked(async (done) => sql.migrations.filter((m) => !done.has(m.version)));
+    const missing = await locked(async (done) => migrations.filter((m) => !done.has(m.version)));
     const applied: number[] = [];
     for (const m of missing) {
       const ran = await locked(async (done) => {
         if (done.has(m.version)) return false;
         try {
-          await client.query(m.text);
+          await client.query(m.sql);
           await client.query(text('MigrationRecord'), [m.version, m.name]);
         } catch (err) {
           throw new SchemaVersionError(
@@ -65,7 +94,7 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<MigrateRes
       });
       if (ran) applied.push(m.version);
     }
-    return { applied, version: latestVersion() };
+    return { applied, version: latest };
   } finally {
     client.removeListener('error', onError);
     client.release(lost);
@@ -78,7 +107,7 @@ export async function assertSchemaCurrent(pool: pg.Pool, schema: string): Promis
   const exists = (await pool.query(sql.query('MigrationTableExists').text)).rows[0]?.exists;
   const version = exists ? Number((await pool.query(sql.query('MigrationCurrentVersion').text)).rows[0]?.version) : 0;
   const latest = latestVersion();
-  if (version > latest) throw newerSchema(schema, version);
+  if (version > latest) throw newerSchema(schema, version, latest);
   if (version < latest) {
     throw new SchemaVersionError(
       `schema "${schema}" is at version ${version} but this library needs ${latest}: run sluice.migrate() (or \`sluice migrate\`) first`,
@@ -86,8 +115,8 @@ export async function assertSchemaCurrent(pool: pg.Pool, schema: string): Promis
   }
 }
 
-function newerSchema(schema: string, version: number): SchemaVersionError {
+function newerSchema(schema: string, version: number, latest: number): SchemaVersionError {
   return new SchemaVersionError(
-    `schema "${schema}" is at version ${version}, newer than this library knows (${latestVersion()}): upgrade sluice before running it against this database`,
+    `schema "${schema}" is at version ${version}, newer than this release knows (${latest}): upgrade before running it against this database`,
   );
 }
