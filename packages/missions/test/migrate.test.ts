@@ -6,7 +6,7 @@ import { readdirSync } from 'node:fs';
 import { test } from 'node:test';
 import pg from 'pg';
 import { Sluice } from 'sluice';
-import { createTestDatabase, hasPgBouncer, startPgBouncer, type TestDatabase } from '@sluice/testkit';
+import { createTestDatabase, skipWithoutPgBouncer, startPgBouncer, type TestDatabase } from '@sluice/testkit';
 import { Missions } from '../src/index.js';
 
 const MIGRATIONS = readdirSync(new URL('../sql/migrations/', import.meta.url)).filter((f) => /^\d{4}_.+\.sql$/.test(f)).length;
@@ -60,7 +60,7 @@ test('three instances set up a fresh database at once: each migration applied on
 
 test(
   'behind PgBouncer in transaction mode: three instances migrate at once and no lock stays behind',
-  { skip: hasPgBouncer() ? false : 'pgbouncer is not installed (apt-get install pgbouncer)', timeout: 180_000 },
+  { skip: skipWithoutPgBouncer(), timeout: 180_000 },
   async () => {
     const db = await createTestDatabase();
     const bouncer = await startPgBouncer(db.url, { poolSize: 2 });

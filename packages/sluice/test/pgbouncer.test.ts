@@ -4,11 +4,11 @@
 // and so do migrations, concurrently from several instances.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { hasPgBouncer, startPgBouncer, waitFor } from '@sluice/testkit';
+import { skipWithoutPgBouncer, startPgBouncer, waitFor } from '@sluice/testkit';
 import { QueueFullError, Sluice } from '../src/index.js';
 import { afterAll, memoryLogger, sqlClient, testDatabase, uniqueQueue } from './helpers.js';
 
-const skip = hasPgBouncer() ? false : 'pgbouncer is not installed (apt-get install pgbouncer)';
+const skip = skipWithoutPgBouncer();
 
 async function behindBouncer(n: number, { schema }: { schema?: string } = {}) {
   const db = await testDatabase();

@@ -1,3 +1,3 @@
 export { createTestDatabase, adminUrl, type TestDatabase } from './database.js';
 export { waitFor } from './wait.js';
-export { hasPgBouncer, startPgBouncer, PGBOUNCER } from './pgbouncer.js';
+export { skipWithoutPgBouncer, startPgBouncer } from './pgbouncer.js';
