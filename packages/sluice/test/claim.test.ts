@@ -253,6 +253,74 @@ test('cap slots: a worker\'s batched completions free their slots with the batch
   assert.equal(await held(), 0, 'freed by the trigger');
 });
 
+test('cap slots: a fused completion hands its slots to its claim, and frees every one it cannot hand over (no job, paused, above a lowered cap)', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 4 });
+  await sluice.sendMany(q, Array.from({ length: 5 }, (_, i) => ({ data: i })));
+  const slots = async () =>
+    (await sluice.pool.query('SELECT n, job_id::text AS job FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL ORDER BY n', [q])).rows;
+  /** Runs the fused statement in its own transaction; also returns how many slot rows it updated. */
+  let slotWrites = 0;
+  const completeAndClaim = async (jobs: { id: string; leaseToken: string }[], limit: number) => {
+    const client = await sluice.pool.connect();
+    try {
+      // The counts not yet reported by this backend: read before and after the statement.
+      const updates = async () =>
+        (await client.query("SELECT n_tup_upd::int AS n FROM pg_stat_xact_user_tables WHERE relid = 'sluice.slot'::regclass")).rows[0].n as number;
+      await client.query('BEGIN');
+      const before = await updates();
+      const { rows } = await client.query(
+        "SELECT completed, job FROM sluice.complete_and_claim($1::bigint[], $2::uuid[], $3::jsonb[], now(), false, $4, $5, 'w', 0)",
+        [jobs.map((j) => j.id), jobs.map((j) => j.leaseToken), jobs.map(() => 'null'), q, limit],
+      );
+      slotWrites = (await updates()) - before;
+      await client.query('COMMIT');
+      return rows.filter((r) => r.job).map((r) => ({ id: String(r.job.id), leaseToken: r.job.lease_token as string }));
+    } finally {
+      client.release();
+    }
+  };
+
+  const first = await sluice.claim(q, { max: 2 });
+  const before = await slots();
+  assert.deepEqual(before.map((r) => r.job).sort(), first.map((j) => j.id).sort());
+  // Two done, two claimed: the same two slots, now held by the new jobs.
+  const second = await completeAndClaim(first, 2);
+  assert.equal(second.length, 2);
+  assert.deepEqual((await slots()).map((r) => r.n), before.map((r) => r.n), 'the slots in hand were handed over');
+  assert.deepEqual((await slots()).map((r) => r.job).sort(), second.map((j) => j.id).sort());
+  assert.equal(slotWrites, 2, 'one row write per slot handed over (not freed, taken and assigned again)');
+  // Two done, one job left: one slot handed over, the other freed.
+  const third = await completeAndClaim(second, 2);
+  assert.equal(third.length, 1);
+  assert.deepEqual((await slots()).map((r) => r.job), [third[0]!.id]);
+  // Paused: nothing claimed, the slot in hand freed.
+  await sluice.sendMany(q, Array.from({ length: 10 }, (_, i) => ({ data: i })));
+  await sluice.queues.pause(q);
+  assert.deepEqual(await completeAndClaim(third, 2), []);
+  assert.deepEqual(await slots(), []);
+  await sluice.queues.resume(q);
+
+  // Four running, cap lowered to 2: their slots 3 and 4 are above it and never handed over,
+  // and the claim gets only the room the cap has left.
+  const four = await sluice.claim(q, { max: 4 });
+  assert.deepEqual((await slots()).map((r) => r.n), [1, 2, 3, 4]);
+  await sluice.queues.put(q, { concurrency: 2 });
+  const slotOf = new Map(
+    (await sluice.pool.query('SELECT id::text, slot FROM sluice.job WHERE id = ANY ($1::bigint[])', [four.map((j) => j.id)])).rows.map((r) => [r.id, r.slot]),
+  );
+  const high = four.filter((j) => slotOf.get(j.id) > 2);
+  assert.equal(high.length, 2);
+  assert.deepEqual(await completeAndClaim(high, 2), [], 'two still running on slots 1 and 2: no room');
+  assert.deepEqual((await slots()).map((r) => r.n), [1, 2]);
+  const low = four.filter((j) => slotOf.get(j.id) <= 2);
+  const next = await completeAndClaim(low, 2);
+  assert.equal(next.length, 2);
+  assert.deepEqual((await slots()).map((r) => r.n), [1, 2]);
+  assert.equal((await sluice.stats(q)).active, 2);
+});
+
 test('cap slots: a cap lowered below the running count drains to it; a cap set on a queue with running jobs counts them', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();
