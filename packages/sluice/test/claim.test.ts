@@ -253,7 +253,7 @@ test('cap slots: a worker\'s batched completions free their slots with the batch
   assert.equal(await held(), 0, 'freed by the trigger');
 });
 
-test('cap slots: a fused completion hands its slots to its claim, and frees every one it cannot hand over (no job, paused, above a lowered cap)', async () => {
+test('cap slots: a fused completion hands its slots to its claim, and frees every one it cannot hand over (no job, none asked, paused, above a lowered cap)', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();
   await sluice.queues.put(q, { concurrency: 4 });
@@ -295,10 +295,14 @@ test('cap slots: a fused completion hands its slots to its claim, and frees ever
   const third = await completeAndClaim(second, 2);
   assert.equal(third.length, 1);
   assert.deepEqual((await slots()).map((r) => r.job), [third[0]!.id]);
-  // Paused: nothing claimed, the slot in hand freed.
+  // Asking for none (a worker with no free slot): the slot in hand freed.
   await sluice.sendMany(q, Array.from({ length: 10 }, (_, i) => ({ data: i })));
+  assert.deepEqual(await completeAndClaim(third, 0), []);
+  assert.deepEqual(await slots(), []);
+  // Paused: nothing claimed, the slot in hand freed.
+  const one = await sluice.claim(q, { max: 1 });
   await sluice.queues.pause(q);
-  assert.deepEqual(await completeAndClaim(third, 2), []);
+  assert.deepEqual(await completeAndClaim(one, 2), []);
   assert.deepEqual(await slots(), []);
   await sluice.queues.resume(q);
 
