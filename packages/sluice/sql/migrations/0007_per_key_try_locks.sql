@@ -13,6 +13,10 @@
 --
 -- The round-robin cursor moves to its own row, updated only by a claim that can lock it
 -- without waiting: updating the queue row would serialize the claims again.
+--
+-- claim() itself, without the claim lock for per-key queues, is created again by 0008
+-- with its other changes; both migrations are always applied together (the library
+-- refuses a schema that is not the latest).
 ALTER TABLE :SCHEMA.queue DROP COLUMN key_cursor;
 
 CREATE TABLE :SCHEMA.key_cursor (
@@ -193,78 +197,4 @@ BEGIN
     END IF;
   END IF;
   RETURN v_ids;
-END $$;
-
--- claim() of 0006, without the claim lock for per-key queues (the claim lock remains only
--- for a capped queue with held slots above its cap), and with the slots it assigns looked
--- up one by one.
-CREATE OR REPLACE FUNCTION :SCHEMA.claim(p_queue text, p_limit integer, p_worker_id text, p_now timestamptz, p_ahead integer DEFAULT 0)
-RETURNS SETOF :SCHEMA.job LANGUAGE plpgsql AS $$
-DECLARE
-  q :SCHEMA.queue;
-  v_now timestamptz := coalesce(p_now, now());
-  v_ahead integer := greatest(coalesce(p_ahead, 0), 0);
-  v_limit integer := p_limit + v_ahead;
-  v_want integer := p_limit + 2 * v_ahead;
-  v_active integer;
-  v_slots integer[];
-  v_ids bigint[];
-BEGIN
-  SELECT * INTO q FROM :SCHEMA.queue WHERE name = p_queue;
-  IF NOT FOUND OR q.paused OR v_limit <= 0 THEN
-    RETURN;
-  END IF;
-
-  IF q.concurrency IS NOT NULL THEN
-    IF EXISTS (SELECT 1 FROM :SCHEMA.slot WHERE queue = p_queue AND n > q.concurrency AND job_id IS NOT NULL) THEN
-      -- Held slots above the cap: serialize and count, until they are gone.
-      PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.claim'), hashtext(p_queue));
-      DELETE FROM :SCHEMA.slot WHERE queue = p_queue AND n > q.concurrency AND job_id IS NULL;
-      SELECT count(*) INTO v_active FROM :SCHEMA.job WHERE queue = p_queue AND state = 'active';
-      v_want := least(v_want, q.concurrency - v_active);
-    END IF;
-    -- Jobs ahead only while the cap has room for twice as many (see 0005).
-    v_slots := :SCHEMA.take_slots(p_queue, q.concurrency, v_want);
-    IF cardinality(v_slots) < p_limit + 2 * v_ahead THEN
-      v_limit := least(v_limit, p_limit);
-    END IF;
-    v_limit := least(v_limit, cardinality(v_slots));
-    IF v_limit <= 0 THEN
-      RETURN;
-    END IF;
-  END IF;
-
-  IF q.per_key_concurrency IS NULL THEN
-    v_ids := ARRAY(
-      SELECT n.id FROM :SCHEMA.job n
-      WHERE n.queue = p_queue AND n.state = 'pending' AND n.run_at <= v_now
-      ORDER BY n.priority DESC, n.run_at, n.id
-      LIMIT v_limit
-      FOR UPDATE SKIP LOCKED);
-  ELSE
-    v_ids := :SCHEMA.pick_per_key(q, v_limit, v_now);
-  END IF;
-
-  IF q.concurrency IS NOT NULL AND cardinality(v_ids) > 0 THEN
-    -- A primary-key lookup per slot (`n = ANY (...)` on the key's second column would
-    -- be a filter over every slot of the queue).
-    UPDATE :SCHEMA.slot s SET job_id = a.job_id
-    FROM unnest(v_slots[1:cardinality(v_ids)], v_ids) AS a(n, job_id)
-    WHERE s.queue = p_queue AND s.n = a.n;
-  END IF;
-
-  -- Rows come back in claim order (priority, then age): a worker starts them in that order.
-  RETURN QUERY
-  WITH claimed AS (
-    UPDATE :SCHEMA.job j
-    SET state = 'active', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
-        lease_expires_at = v_now + q.lease_seconds * interval '1 second',
-        started_at = v_now, worker_id = p_worker_id,
-        slot = CASE WHEN q.concurrency IS NOT NULL THEN v_slots[array_position(v_ids, j.id)] END
-    -- The rows are locked by the pick: no state to recheck. (A state condition here would
-    -- also let the planner read the whole ready index to find them.)
-    WHERE j.id = ANY (v_ids)
-    RETURNING j.*
-  )
-  SELECT * FROM claimed ORDER BY priority DESC, run_at, id;
 END $$;
