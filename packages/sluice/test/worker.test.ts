@@ -83,14 +83,15 @@ test('heartbeats extend the lease; when the lease runs out the handler is aborte
   await sluice.queues.put(q, { leaseSeconds: 1 });
   await sluice.send(q, {});
   const reason = await new Promise<unknown>((resolve) => {
-    const worker = sluice.work(q, { concurrency: 1 }, async (job, ctx) => {
+    // The context destructured, as handlers write it.
+    const worker = sluice.work(q, { concurrency: 1 }, async (job, { heartbeat, signal }) => {
       const before = (await sluice.get(job.id))!.leaseExpiresAt!;
-      await ctx.heartbeat(120);
+      await heartbeat(120);
       const after = (await sluice.get(job.id))!.leaseExpiresAt!;
       assert.ok(after.getTime() - before.getTime() > 100_000, 'the heartbeat moved the expiry');
-      await ctx.heartbeat(1);
-      await new Promise((r) => ctx.signal.addEventListener('abort', r));
-      resolve(ctx.signal.reason);
+      await heartbeat(1);
+      await new Promise((r) => signal.addEventListener('abort', r));
+      resolve(signal.reason);
       void worker.stop({ timeoutMs: 0 });
     });
   });
