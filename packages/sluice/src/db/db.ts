@@ -46,7 +46,7 @@ export class Db {
     // queue, a key at its limit) are ordinary answers that must not cost a reconnect.
     const { client: conn, release } = await this.checkout();
     try {
-      const rows = (await send<R>(conn, config)).rows;
+      const rows = (await queryWithCallback<R>(conn, config)).rows;
       release();
       return rows;
     } catch (err) {
@@ -108,7 +108,7 @@ export class Db {
  * (measured with `--trace-gc-nvp`: the same loop kept 0.1 % through callbacks), which
  * grew its heap under load.
  */
-function send<R extends pg.QueryResultRow>(conn: pg.PoolClient, config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
+function queryWithCallback<R extends pg.QueryResultRow>(conn: pg.PoolClient, config: pg.QueryConfig): Promise<pg.QueryResult<R>> {
   return new Promise((resolve, reject) => {
     conn.query<R>(config, (err: Error | undefined, result: pg.QueryResult<R>) => (err ? reject(err) : resolve(result)));
   });

@@ -351,7 +351,7 @@ export class Worker {
       ownTimer: null,
       settled: Promise.resolve(),
       released: false,
-      at: this.running.length,
+      at: -1,
     };
     group.add(entry);
     const ctx = new RunContext(entry, async (seconds?: number) => {
@@ -364,7 +364,7 @@ export class Worker {
       }
       extendLease(entry, s !== null ? s * 1000 : leaseMs);
     });
-    this.running.push(entry);
+    entry.at = this.running.push(entry) - 1;
     this.pickupDelay.observe(Math.max(0, (row.started_at.getTime() - row.run_at.getTime()) / 1000));
     entry.settled = this.execute(entry, ctx);
   }
