@@ -325,6 +325,64 @@ test('cap slots: a fused completion hands its slots to its claim, and frees ever
   assert.equal((await sluice.stats(q)).active, 2);
 });
 
+test('plans a connection cached while its queues were empty stay primary-key and ready-index reads once they hold 20,000 jobs', async () => {
+  // The hot path keeps one generic plan per statement for the life of a connection
+  // (migration 0009): a plan made on an empty table, without statistics, must not turn
+  // into a scan of the table once it fills up.
+  const sluice = await makeSluice();
+  const capped = uniqueQueue('plan-capped');
+  const plain = uniqueQueue('plan-plain');
+  await sluice.queues.put(capped, { concurrency: 50 });
+  await sluice.queues.put(plain, {});
+  const client = await sqlClient();
+  type Held = { id: string; token: string };
+  const completeAndClaim = async (q: string, held: Held[]): Promise<Held[]> => {
+    const { rows } = await client.query(
+      "SELECT completed, job FROM sluice.complete_and_claim($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, 10, 'w', 0)",
+      [held.map((j) => j.id), held.map((j) => j.token), held.map(() => 'null'), q],
+    );
+    return rows.filter((r) => r.job).map((r) => ({ id: String(r.job.id), token: r.job.lease_token as string }));
+  };
+  // Plans cached on empty queues (more calls than the plan cache needs to settle).
+  for (let i = 0; i < 8; i++) {
+    assert.deepEqual(await completeAndClaim(capped, []), []);
+    assert.deepEqual(await completeAndClaim(plain, []), []);
+  }
+  for (const q of [capped, plain]) {
+    for (let i = 0; i < 20; i++) await sluice.sendMany(q, Array.from({ length: 1000 }, (_, j) => ({ data: j })));
+  }
+  const indexes = ['sluice.job_pkey', 'sluice.job_ready_idx', 'sluice.job_active_idx', 'sluice.job_finished_idx', 'sluice.slot_pkey'];
+  for (const q of [capped, plain]) {
+    let held = await completeAndClaim(q, []);
+    assert.equal(held.length, 10);
+    await client.query('BEGIN');
+    try {
+      // What this backend has read so far (its counts are reported later, in batches):
+      // rows by sequential scan, entries by index.
+      const reads = async (): Promise<{ seq: number; entries: Record<string, number> }> =>
+        (
+          await client.query(
+            `SELECT (SELECT coalesce(sum(seq_tup_read), 0)::int FROM pg_stat_xact_user_tables WHERE schemaname = 'sluice') AS seq,
+                    json_object_agg(i, pg_stat_get_xact_tuples_returned(i::regclass)) AS entries
+             FROM unnest($1::text[]) AS i`,
+            [indexes],
+          )
+        ).rows[0];
+      const before = await reads();
+      held = await completeAndClaim(q, held);
+      const after = await reads();
+      assert.equal(held.length, 10, `${q}: ten completed, ten claimed`);
+      // Ten completions and ten claims look up a few dozen entries; a plan that reads
+      // either queue's 20,000 jobs would read thousands.
+      assert.equal(after.seq - before.seq, 0, `${q}: rows read by sequential scans`);
+      const read = Object.fromEntries(indexes.map((i) => [i, after.entries[i]! - before.entries[i]!]));
+      for (const [index, n] of Object.entries(read)) assert.ok(n <= 100, `${q}: ${n} entries of ${index} read: ${JSON.stringify(read)}`);
+    } finally {
+      await client.query('ROLLBACK');
+    }
+  }
+});
+
 test('cap slots: a cap lowered below the running count drains to it; a cap set on a queue with running jobs counts them', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();
