@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { LeaseLostError } from '../src/index.js';
 import { waitFor } from '@sluice/testkit';
+import { sqlFor } from '../src/db/sql.js';
 import { makeSluice, manualClock, sqlClient, uniqueQueue } from './helpers.js';
 
 test('delayed jobs never start before runAt; higher priority first; oldest first within a priority', async () => {
@@ -381,6 +382,43 @@ test('plans a connection cached while its queues were empty stay primary-key and
       await client.query('ROLLBACK');
     }
   }
+});
+
+test('a lone claim commits without waiting for its flush only on a queue without caps, and only as its transaction\'s first write', async () => {
+  // What a worker sends when it claims without completions, run inside a transaction so
+  // that the setting its commit would use can be read back.
+  const sluice = await makeSluice();
+  const plain = uniqueQueue('lone-plain');
+  const capped = uniqueQueue('lone-capped');
+  const perKey = uniqueQueue('lone-per-key');
+  await sluice.queues.put(plain, {});
+  await sluice.queues.put(capped, { concurrency: 5 });
+  await sluice.queues.put(perKey, { perKeyConcurrency: 1 });
+  for (const q of [plain, capped, perKey]) await sluice.sendMany(q, [{ data: 1, key: 'a' }, { data: 2, key: 'b' }]);
+  const claim = sqlFor('sluice').query('JobClaim');
+  const client = await sqlClient();
+  const commitMode = async (q: string, before?: string): Promise<{ claimed: number; mode: string }> => {
+    await client.query('BEGIN');
+    try {
+      if (before) await client.query(before);
+      const { rowCount } = await client.query({ text: claim.text, values: [q, 1, 'w', null, 0] });
+      const { rows } = await client.query("SELECT current_setting('synchronous_commit') AS mode");
+      return { claimed: rowCount ?? 0, mode: rows[0].mode };
+    } finally {
+      await client.query('ROLLBACK');
+    }
+  };
+  assert.deepEqual(await commitMode(plain), { claimed: 1, mode: 'off' });
+  assert.deepEqual(await commitMode(capped), { claimed: 1, mode: 'on' }, 'a lost claim would free a slot its job still runs in');
+  assert.deepEqual(await commitMode(perKey), { claimed: 1, mode: 'on' }, 'a lost claim would free its key\'s room');
+  assert.deepEqual(
+    await commitMode(plain, `UPDATE sluice.queue SET updated_at = updated_at WHERE name = '${plain}'`),
+    { claimed: 1, mode: 'on' },
+    'the transaction wrote before the claim: its writes keep their durability',
+  );
+  // The setting is the transaction's: the connection's next transaction flushes again.
+  const { rows } = await client.query("SELECT current_setting('synchronous_commit') AS mode");
+  assert.equal(rows[0].mode, 'on');
 });
 
 test('cap slots: a cap lowered below the running count drains to it; a cap set on a queue with running jobs counts them', async () => {

@@ -16,7 +16,7 @@ test('a fresh schema name is created and migrated, concurrently from several ins
   const instances = [1, 2, 3].map(() => new Sluice({ connectionString: db.url, schema: 'other_schema', logger: memoryLogger() }));
   try {
     const results = await Promise.all(instances.map((s) => s.migrate()));
-    const applied = results.flatMap((r) => r.applied).sort();
+    const applied = results.flatMap((r) => r.applied).sort((a, b) => a - b);
     // Each migration was applied exactly once across the racing migrators.
     assert.deepEqual(applied, Array.from({ length: results[0]!.version }, (_, i) => i + 1));
     await instances[0]!.queues.put('q1', {});
@@ -69,7 +69,7 @@ test('migrateSchema: a schema of the application, migrated by the same runner fr
   const v1 = { version: 1, name: 'orders', sql: 'CREATE TABLE app_schema.orders (id bigint PRIMARY KEY)' };
   const v2 = { version: 2, name: 'orders_note', sql: 'ALTER TABLE app_schema.orders ADD COLUMN note text' };
   const results = await Promise.all([1, 2, 3].map(() => migrateSchema(pool, { schema: 'app_schema', migrations: [v2, v1] })));
-  assert.deepEqual(results.flatMap((r) => r.applied).sort(), [1, 2], 'each migration applied once, in version order');
+  assert.deepEqual(results.flatMap((r) => r.applied).sort((a, b) => a - b), [1, 2], 'each migration applied once, in version order');
   assert.deepEqual(await migrateSchema(pool, { schema: 'app_schema', migrations: [v1, v2] }), { applied: [], version: 2 });
   await pool.query("INSERT INTO app_schema.orders (id, note) VALUES (1, 'ok')");
   // Numbering is checked before anything runs; an older release is refused a newer schema.

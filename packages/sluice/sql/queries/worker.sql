@@ -8,7 +8,8 @@
 
 -- name: JobClaim
 -- $5: jobs wanted ahead of free slots (granted only with room to spare on a capped queue).
-SELECT * FROM :SCHEMA.claim($1, $2, $3, $4, $5);
+-- On a queue without caps it commits without waiting for its WAL flush (migration 0010).
+SELECT * FROM :SCHEMA.lone_claim($1, $2, $3, $4, $5);
 
 -- name: JobCompleteMany
 -- Capped queues get one wake-up per batch, so claimers waiting on the cap try again.
