@@ -1,0 +1,55 @@
+// A server crash right after claims: what a claim's commit promises (migration 0010). A
+// lone claim on a queue without caps is acknowledged before its WAL is flushed, so a crash
+// can undo it: the job is pending again with its attempt uncounted, the late result of
+// the worker that held it is fenced out, and the job runs again. A capped or per-key
+// claim is flushed before it is acknowledged: it survives the crash with its lease.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { LeaseLostError, Sluice } from '../src/index.js';
+import { afterAll, memoryLogger } from './helpers.js';
+import { startOwnServer } from './fixtures/embedded-server.js';
+
+test('a crash undoes an unflushed lone claim (its holder is fenced out, the job runs again); capped and per-key claims survive it', { timeout: 120_000 }, async () => {
+  // The WAL writer writes asynchronous commits out every wal_writer_delay (10 s here), or
+  // once a whole WAL page is waiting: a claim's commit record is still in the server's
+  // buffers when the crash comes right after it. No autovacuum: its commits would flush it.
+  const server = await startOwnServer({ maxConnections: 50, flags: ['-c', 'wal_writer_delay=10s', '-c', 'autovacuum=off'] });
+  afterAll(() => server.destroy());
+  const sluice = new Sluice({ connectionString: server.url, logger: memoryLogger() });
+  afterAll(() => sluice.close({ timeoutMs: 5000 }));
+  await sluice.migrate();
+  await sluice.queues.put('capped', { concurrency: 3 });
+  await sluice.queues.put('per-key', { perKeyConcurrency: 1 });
+  await sluice.queues.put('plain', {});
+  await sluice.send('capped', 'c');
+  await sluice.send('per-key', 'k', { key: 'a' });
+  const [capped] = await sluice.claim('capped');
+  const [perKey] = await sluice.claim('per-key');
+  // A fresh WAL segment, then a send (flushed): the lone claim's records then fit on the
+  // page the send's commit left off, and no full page wakes the WAL writer early.
+  await sluice.pool.query('SELECT pg_switch_wal()');
+  const sent = await sluice.send('plain', 'p');
+  const [plain] = await sluice.claim('plain');
+  assert.ok(capped && perKey && plain, 'each queue handed out its job');
+  assert.equal(plain.id, sent.id);
+  await server.crash();
+  await server.start();
+
+  const after = await sluice.get(plain.id);
+  assert.equal(after?.state, 'pending', 'the lone claim was undone by the crash');
+  assert.equal(after?.attempts, 0, 'its attempt is not counted');
+  await assert.rejects(sluice.complete(plain.id, plain.leaseToken, 'late'), LeaseLostError, 'the late result of the worker that held it is fenced out');
+  const [again] = await sluice.claim('plain');
+  assert.equal(again?.id, plain.id, 'the job is handed out again');
+  assert.notEqual(again!.leaseToken, plain.leaseToken);
+  await sluice.complete(again!.id, again!.leaseToken, 'done');
+  assert.equal((await sluice.get(plain.id))?.state, 'completed');
+
+  for (const held of [capped, perKey]) {
+    const job = await sluice.get(held.id);
+    assert.equal(job?.state, 'active', `the ${held.queue} claim was flushed before it was acknowledged`);
+    assert.equal(job?.attempts, 1);
+    await sluice.complete(held.id, held.leaseToken, 'done');
+    assert.equal((await sluice.get(held.id))?.state, 'completed', `the ${held.queue} lease held through the crash`);
+  }
+});
