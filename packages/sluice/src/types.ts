@@ -144,7 +144,10 @@ export interface QueueStats {
   ready: number;
   /** Pending, not yet due. */
   scheduled: number;
+  /** Leased and running (on a capped queue: holding a slot of the cap). */
   active: number;
+  /** Claimed ahead by a worker on a capped queue, waiting for a slot: leased, not running yet. */
+  claimedAhead: number;
   completed: number;
   cancelled: number;
   dead: number;

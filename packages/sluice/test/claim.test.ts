@@ -247,7 +247,7 @@ test('cap slots: a worker\'s batched completions free their slots with the batch
   const [job] = await sluice.claim(capped, { max: 1 });
   assert.equal(await held(), 1);
   const { rows } = await sluice.pool.query(
-    "SELECT completed FROM sluice.complete_and_claim(ARRAY[$1::bigint], ARRAY[$2::uuid], ARRAY['null'::jsonb], now(), false, $3, 1, 'w', 0)",
+    "SELECT completed FROM sluice.complete_and_claim(ARRAY[$1::bigint], ARRAY[$2::uuid], ARRAY['null'::jsonb], now(), false, $3, 1, 'w', 0, '{}', '{}')",
     [job!.id, job!.leaseToken, plain],
   );
   assert.deepEqual(rows[0].completed.map(String), [job!.id]);
@@ -272,7 +272,7 @@ test('cap slots: a fused completion hands its slots to its claim, and frees ever
       await client.query('BEGIN');
       const before = await updates();
       const { rows } = await client.query(
-        "SELECT completed, job FROM sluice.complete_and_claim($1::bigint[], $2::uuid[], $3::jsonb[], now(), false, $4, $5, 'w', 0)",
+        "SELECT completed, job FROM sluice.complete_and_claim($1::bigint[], $2::uuid[], $3::jsonb[], now(), false, $4, $5, 'w', 0, '{}', '{}')",
         [jobs.map((j) => j.id), jobs.map((j) => j.leaseToken), jobs.map(() => 'null'), q, limit],
       );
       slotWrites = (await updates()) - before;
@@ -326,6 +326,80 @@ test('cap slots: a fused completion hands its slots to its claim, and frees ever
   assert.equal((await sluice.stats(q)).active, 2);
 });
 
+test('cap slots: jobs claimed ahead wait with slot 0 outside the cap; a completion hands its slot over, a promotion takes a free one, and a move is refused when its job is gone, the cap is full or the slot is above a lowered cap', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 2 });
+  await sluice.sendMany(q, Array.from({ length: 10 }, (_, i) => ({ data: i })));
+  type Leased = { id: string; token: string; slot: number | null };
+  const held = async () =>
+    (await sluice.pool.query('SELECT n, job_id::text AS job FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL ORDER BY n', [q])).rows as { n: number; job: string }[];
+  const claim = async (limit: number, ahead: number): Promise<Leased[]> =>
+    (await sluice.pool.query("SELECT id::text, lease_token AS token, slot FROM sluice.claim($1, $2, 'w', NULL, $3)", [q, limit, ahead])).rows;
+  /** Completes `done`, moves `move` (in that order), claims nothing. */
+  const completeAndMove = async (done: Leased[], move: Leased[]) => {
+    const { rows } = await sluice.pool.query(
+      "SELECT completed, moved FROM sluice.complete_and_claim($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, 0, 'w', 0, $5::bigint[], $6::uuid[])",
+      [done.map((j) => j.id), done.map((j) => j.token), done.map(() => 'null'), q, move.map((j) => j.id), move.map((j) => j.token)],
+    );
+    return { completed: rows[0].completed.map(String) as string[], moved: rows[0].moved.map(String) as string[] };
+  };
+  const slotOf = async (j: Leased) => (await sluice.pool.query('SELECT slot FROM sluice.job WHERE id = $1', [j.id])).rows[0].slot as number | null;
+
+  // Two for the free slots, three ahead: the three wait with slot 0 and hold no slot.
+  const [a1, a2, ...waiting] = await claim(2, 3);
+  assert.deepEqual([a1!.slot, a2!.slot].sort(), [1, 2]);
+  assert.deepEqual(waiting.map((j) => j.slot), [0, 0, 0]);
+  assert.equal((await held()).length, 2);
+  assert.deepEqual(
+    { active: (await sluice.stats(q)).active, claimedAhead: (await sluice.stats(q)).claimedAhead },
+    { active: 2, claimedAhead: 3 },
+    'jobs claimed ahead are leased but not active',
+  );
+  // The cap is full: a worker asking for slots gets nothing, not even jobs ahead.
+  assert.deepEqual(await claim(2, 2), []);
+  const [w1, w2, w3] = waiting as [Leased, Leased, Leased];
+
+  // Hand-over: a1 completes and w1 takes its slot in the same statement.
+  const slotOfA1 = a1!.slot;
+  assert.deepEqual(await completeAndMove([a1!], [w1]), { completed: [a1!.id], moved: [w1.id] });
+  assert.equal(await slotOf(w1), slotOfA1);
+  assert.deepEqual((await held()).map((r) => r.job).sort(), [a2!.id, w1.id].sort());
+
+  // A job cancelled while waiting is not moved: the completed job's slot is freed instead.
+  await sluice.cancel(w2.id);
+  assert.deepEqual(await completeAndMove([a2!], [w2]), { completed: [a2!.id], moved: [] });
+  assert.deepEqual((await held()).map((r) => r.job), [w1.id]);
+
+  // Promotion: nothing completed, a free slot taken for a waiting job.
+  assert.deepEqual(await completeAndMove([], [w3]), { completed: [], moved: [w3.id] });
+  assert.equal((await held()).length, 2);
+  // With the cap full, jobs ahead are still granted to a worker asking for no slot, and wait;
+  // their promotion is refused while no slot is free.
+  const [w4, w5] = (await claim(0, 2)) as [Leased, Leased];
+  assert.deepEqual([w4.slot, w5.slot], [0, 0]);
+  assert.deepEqual(await completeAndMove([], [w4]), { completed: [], moved: [] });
+  assert.equal(await slotOf(w4), 0);
+  // A stale token moves nothing.
+  assert.deepEqual(await completeAndMove([], [{ ...w4, token: '00000000-0000-0000-0000-000000000000' }]), { completed: [], moved: [] });
+
+  // Cap lowered to 1: a slot above it is never handed over, and no free slot is taken while
+  // it is still held.
+  await sluice.queues.put(q, { concurrency: 1 });
+  const high = (await slotOf(w1)) === 2 ? w1 : w3;
+  const low = high === w1 ? w3 : w1;
+  assert.deepEqual(await completeAndMove([high], [w4]), { completed: [high.id], moved: [] });
+  assert.deepEqual((await held()).map((r) => [r.n, r.job]), [[1, low.id]]);
+  // The slot under the cap is handed over.
+  assert.deepEqual(await completeAndMove([low], [w4]), { completed: [low.id], moved: [w4.id] });
+  assert.deepEqual((await held()).map((r) => [r.n, r.job]), [[1, w4.id]]);
+
+  // Cap lifted: a waiting job has nothing to wait for; its move just clears the 0.
+  await sluice.queues.put(q, { concurrency: null });
+  assert.deepEqual(await completeAndMove([], [w5]), { completed: [], moved: [w5.id] });
+  assert.equal(await slotOf(w5), null);
+});
+
 test('plans a connection cached while its queues were empty stay primary-key and ready-index reads once they hold 20,000 jobs', async () => {
   // The hot path keeps one generic plan per statement for the life of a connection
   // (migration 0009): a plan made on an empty table, without statistics, must not turn
@@ -339,7 +413,7 @@ test('plans a connection cached while its queues were empty stay primary-key and
   type Held = { id: string; token: string };
   const completeAndClaim = async (q: string, held: Held[]): Promise<Held[]> => {
     const { rows } = await client.query(
-      "SELECT completed, job FROM sluice.complete_and_claim($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, 10, 'w', 0)",
+      "SELECT completed, job FROM sluice.complete_and_claim($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, 10, 'w', 0, '{}', '{}')",
       [held.map((j) => j.id), held.map((j) => j.token), held.map(() => 'null'), q],
     );
     return rows.filter((r) => r.job).map((r) => ({ id: String(r.job.id), token: r.job.lease_token as string }));

@@ -184,6 +184,65 @@ test('claim ahead: short jobs are claimed in batches beyond the free slots, and 
   assert.ok(worker.claimCount < 170, `claims carried more than the free slots (${worker.claimCount} claims)`);
 });
 
+test('capped queue: a job claimed ahead starts in the slot of a job that just ended, before that completion is written, and the write moves the slot; after a failure it is given a free slot', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  // A 600 s lease: a job claimed ahead and never started would only come back after 300 s.
+  await sluice.queues.put(q, { concurrency: 1, maxAttempts: 1, leaseSeconds: 600 });
+  await sluice.sendMany(q, [1, 2, 3, 4, 5].map((n) => ({ data: n })));
+  const holder = await sqlClient();
+  const slotRow = async () =>
+    (await sluice.pool.query('SELECT job_id::text AS job FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [q])).rows.map((r) => r.job);
+  const jobRow = async (id: string) =>
+    (await sluice.pool.query('SELECT state, slot FROM sluice.job WHERE id = $1', [id])).rows[0] as { state: string; slot: number | null };
+  const starts: { n: number; id: string }[] = [];
+  type Row = { state: string; slot: number | null };
+  let seen = null as { own: Row; before: Row; slots: string[] } | null;
+  let running = 0;
+  let peak = 0;
+  const worker = sluice.work(q, { concurrency: 1, prefetch: 1 }, async (job) => {
+    peak = Math.max(peak, ++running);
+    try {
+      const n = job.data as number;
+      starts.push({ n, id: job.id });
+      // Job 1 ends at once: the worker learns that jobs end faster than a claim, and claims
+      // job 2 for its slot with job 3 ahead of it. Job 2 holds the queue's slot row locked
+      // as it ends, so the statement that writes its completion waits.
+      if (starts.length === 2) {
+        await holder.query('BEGIN');
+        await holder.query('SELECT * FROM sluice.slot WHERE queue = $1 FOR UPDATE', [q]);
+      }
+      if (starts.length === 3) {
+        const before = starts[1]!.id;
+        seen = { own: await jobRow(job.id), before: await jobRow(before), slots: await slotRow() };
+        await holder.query('COMMIT');
+      }
+      // Job 4 fails with job 5 claimed ahead: no slot to hand over; job 5 needs a free one.
+      if (n === 4) throw new Error('fails');
+    } finally {
+      running--;
+    }
+  });
+  await waitFor(async () => {
+    const s = await sluice.stats(q);
+    return s.completed + s.dead === 5;
+  }, { timeoutMs: 60_000, message: 'five jobs over' });
+  await worker.stop();
+  await holder.end();
+  assert.deepEqual(starts.map((s) => s.n), [1, 2, 3, 4, 5], 'each job ran once, in order');
+  assert.ok(peak <= 1, `the cap of 1 held (peak ${peak})`);
+  assert.deepEqual(seen, {
+    own: { state: 'active', slot: 0 },
+    before: { state: 'active', slot: seen!.before.slot },
+    slots: [starts[1]!.id],
+  }, 'job 3 ran while the table still had job 2 active in the only slot, and itself waiting with slot 0');
+  assert.ok(seen!.before.slot! > 0);
+  const third = await sluice.get(starts[2]!.id);
+  assert.equal(third?.state, 'completed');
+  assert.equal((await sluice.stats(q)).dead, 1);
+  assert.deepEqual(await slotRow(), [], 'every slot free at the end');
+});
+
 test('claim ahead: slow jobs are not hoarded; with prefetch 0 a worker holds only what it runs', async () => {
   const sluice = await makeSluice();
   for (const prefetch of [undefined, 0]) {

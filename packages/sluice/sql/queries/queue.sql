@@ -43,7 +43,9 @@ SELECT pg_notify(':CHANNEL', $1);
 SELECT
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'pending' AND run_at <= coalesce($2::timestamptz, now())) AS ready,
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'pending' AND run_at > coalesce($2::timestamptz, now())) AS scheduled,
-  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'active') AS active,
+  -- Jobs claimed ahead on a capped queue wait for a slot (slot 0, migration 0011): not active yet.
+  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'active' AND slot IS DISTINCT FROM 0) AS active,
+  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'active' AND slot = 0) AS claimed_ahead,
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'completed') AS completed,
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'cancelled') AS cancelled,
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'dead') AS dead,
@@ -57,7 +59,8 @@ SELECT
 SELECT q.name, q.concurrency, q.paused,
   (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= now()) AS ready,
   (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at > now()) AS scheduled,
-  (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'active') AS active,
+  (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'active' AND j.slot IS DISTINCT FROM 0) AS active,
+  (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'active' AND j.slot = 0) AS claimed_ahead,
   (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'dead') AS dead,
   (SELECT coalesce(extract(epoch FROM now() - min(j.run_at)), 0) FROM :SCHEMA.job j
      WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= now()) AS oldest_ready_age_seconds

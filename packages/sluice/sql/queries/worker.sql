@@ -87,5 +87,11 @@ WHERE j.id = $1 AND j.lease_token = $2 AND j.state = 'active' AND q.name = j.que
 RETURNING j.lease_expires_at;
 
 -- name: JobCompleteAndClaim
--- One worker's completions and its next claim in one transaction (migrations 0004, 0005).
-SELECT completed, job FROM :SCHEMA.complete_and_claim($1, $2, $3, $4, $5, $6, $7, $8, $9);
+-- One worker's completions and its next claim in one transaction (migrations 0004, 0005),
+-- with the moves of its jobs waiting for a slot (0011).
+SELECT completed, moved, job FROM :SCHEMA.complete_and_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+
+-- name: JobCompleteAndMove
+-- Completions whose slots running jobs took over, written without a claim: the slots move
+-- to those jobs in the same transaction (0011), never freed in between.
+SELECT completed, moved FROM :SCHEMA.complete_and_claim($1, $2, $3, $4, $5, $6, 0, $7, 0, $8, $9) LIMIT 1;

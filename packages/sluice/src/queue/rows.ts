@@ -66,6 +66,7 @@ export function toStats(queue: Queue, r: any): QueueStats {
     ready: Number(r.ready),
     scheduled: Number(r.scheduled),
     active: Number(r.active),
+    claimedAhead: Number(r.claimed_ahead),
     completed: Number(r.completed),
     cancelled: Number(r.cancelled),
     dead: Number(r.dead),

@@ -2,8 +2,12 @@
  * Batches fenced completions and failures. Results that arrive while a flush is in
  * flight wait for the next one, so a busy worker writes many results per round trip.
  * Completions wait for the worker to decide (`flushSoon`): a worker about to claim takes
- * them (`takeCompletions`) and writes them in the same transaction as its claim; failures
+ * them (`takeBatch`) and writes them in the same transaction as its claim; failures
  * are always written on their own.
+ * A completion of a job that held a cap slot leaves that slot in hand until it is written:
+ * the worker may start a job waiting for a slot in it at once (`handOver`), and the move
+ * is then written in the same transaction as the completion, never after a statement that
+ * would have freed the slot (migration 0011).
  * Each result carries the lease token of its claim: a row whose token no longer
  * matches (swept, cancelled) is not touched, and the result is reported as lost.
  * A flush that fails (database unreachable) keeps its results and retries with backoff;
@@ -18,6 +22,19 @@ export interface Completion {
   id: string;
   token: string;
   result: string; // JSON text
+  /** The job held a cap slot: its deadline (local monotonic ms) while the slot is in hand. */
+  slotDeadline?: number;
+}
+
+/** A job waiting for a slot, started in a slot in hand: the slot moves to it. */
+export interface Move {
+  id: string;
+  token: string;
+}
+
+export interface Batch {
+  completions: Completion[];
+  moves: Move[];
 }
 
 export interface Failure {
@@ -30,6 +47,8 @@ export interface CompleterEvents {
   completed(ids: string[]): void;
   failed(jobs: Job[]): void;
   lost(ids: string[]): void;
+  /** Moves written: `moved` are the ids that now hold their slot. */
+  moved(moves: Move[], moved: Set<string>): void;
   flushed(): void;
   error(err: unknown): void;
 }
@@ -38,30 +57,70 @@ const MAX_BATCH = 1000;
 
 export class Completer {
   private completions: Completion[] = [];
+  private moves: Move[] = [];
+  /** Buffered completions that hold a slot, and the earliest of their deadlines. */
+  private slotted = 0;
+  private slotDeadline = Infinity;
   private failures: Failure[] = [];
   private flushing: Promise<void> | null = null;
   private failuresInARow = 0;
 
   constructor(
     private readonly db: Db,
-    private readonly config: { notify: boolean; now: () => Date | null },
+    private readonly config: { notify: boolean; now: () => Date | null; queue: string; workerId: string },
     private readonly events: CompleterEvents,
   ) {}
 
   /** Buffer a completion; it is written by the next claim or by `flushSoon()`. */
   complete(c: Completion): void {
     this.completions.push(c);
+    if (c.slotDeadline !== undefined) {
+      this.slotted++;
+      if (c.slotDeadline < this.slotDeadline) this.slotDeadline = c.slotDeadline;
+    }
   }
 
-  /** Hand the buffered completions to a claim that writes them itself. */
-  takeCompletions(): Completion[] {
-    return this.completions.splice(0, MAX_BATCH);
+  /** Slots of buffered completions not yet taken over by a waiting job. */
+  get slotsInHand(): number {
+    return this.slotted - this.moves.length;
   }
 
-  /** Give back completions a fused claim could not write; they are flushed on their own. */
-  putBack(batch: Completion[]): void {
-    this.completions.unshift(...batch);
+  /**
+   * A waiting job starts in a slot in hand. Returns the earliest deadline of the jobs whose
+   * slots are in hand: past it, a slot may be swept before the move is written.
+   */
+  handOver(m: Move): number {
+    this.moves.push(m);
+    return this.slotDeadline;
+  }
+
+  /**
+   * Hand the buffered completions (and moves) to a claim that writes them itself. With
+   * moves, every completion goes: a move needs its slot's completion in the same statement.
+   */
+  takeBatch(): Batch {
+    const completions = this.moves.length > 0 ? this.completions.splice(0) : this.completions.splice(0, MAX_BATCH);
+    const moves = this.moves.splice(0);
+    this.recount();
+    return { completions, moves };
+  }
+
+  /** Give back what a fused claim could not write; it is flushed on its own. */
+  putBack(batch: Batch): void {
+    this.completions.unshift(...batch.completions);
+    this.moves.unshift(...batch.moves);
+    this.recount();
     this.schedule();
+  }
+
+  private recount(): void {
+    this.slotted = 0;
+    this.slotDeadline = Infinity;
+    for (const c of this.completions) {
+      if (c.slotDeadline === undefined) continue;
+      this.slotted++;
+      if (c.slotDeadline < this.slotDeadline) this.slotDeadline = c.slotDeadline;
+    }
   }
 
   /** Write whatever is buffered, soon. */
@@ -82,7 +141,7 @@ export class Completer {
   }
 
   get pending(): number {
-    return this.completions.length + this.failures.length;
+    return this.completions.length + this.moves.length + this.failures.length;
   }
 
   /** Resolves when every result handed in so far has been written (or given up on). */
@@ -98,21 +157,27 @@ export class Completer {
     // Let results produced in the same tick join this batch.
     await new Promise((r) => setImmediate(r));
     while (this.pending > 0) {
-      const completions = this.completions.splice(0, MAX_BATCH);
+      const batch = this.takeBatch();
       const failures = this.failures.splice(0, MAX_BATCH);
       try {
-        await Promise.all([this.writeCompletions(completions), this.writeFailures(failures)]);
+        await Promise.all([this.writeCompletions(batch), this.writeFailures(failures)]);
         this.failuresInARow = 0;
       } catch (err) {
         // Put them back in front and retry after a pause; nothing is dropped.
-        this.completions.unshift(...completions);
+        this.completions.unshift(...batch.completions);
+        this.moves.unshift(...batch.moves);
+        this.recount();
         this.failures.unshift(...failures);
         this.failuresInARow++;
         this.events.error(err);
         if (this.failuresInARow > 8) {
           this.events.lost([...this.completions, ...this.failures].map((r) => r.id));
+          const moves = this.moves;
           this.completions = [];
+          this.moves = [];
+          this.recount();
           this.failures = [];
+          if (moves.length) this.events.moved(moves, new Set());
           break;
         }
         await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** this.failuresInARow)));
@@ -121,7 +186,23 @@ export class Completer {
     }
   }
 
-  private async writeCompletions(batch: Completion[]): Promise<void> {
+  private async writeCompletions({ completions: batch, moves }: Batch): Promise<void> {
+    if (moves.length > 0) {
+      const [row] = await this.db.run('JobCompleteAndMove', [
+        batch.map((c) => c.id),
+        batch.map((c) => c.token),
+        batch.map((c) => c.result),
+        this.config.now(),
+        this.config.notify,
+        this.config.queue,
+        this.config.workerId,
+        moves.map((m) => m.id),
+        moves.map((m) => m.token),
+      ]);
+      this.settle(batch, new Set<string>((row?.completed ?? []).map(String)));
+      this.events.moved(moves, new Set<string>((row?.moved ?? []).map(String)));
+      return;
+    }
     if (batch.length === 0) return;
     const rows = await this.db.run('JobCompleteMany', [
       batch.map((c) => c.id),

@@ -35,6 +35,8 @@ export interface Leased {
   readonly abort: JobAbort;
   group: LeaseGroup | null;
   ownTimer: NodeJS.Timeout | null;
+  /** The deadline of `ownTimer` (local monotonic ms). */
+  ownDeadline: number;
 }
 
 /** Jobs of one claim: one timer aborts those still holding the claim's lease when it runs out. */
@@ -75,7 +77,13 @@ export class LeaseGroup {
 export function extendLease(entry: Leased, ms: number): void {
   entry.group?.remove(entry);
   if (entry.ownTimer) clearTimeout(entry.ownTimer);
+  entry.ownDeadline = performance.now() + ms;
   entry.ownTimer = setTimeout(() => entry.abort.abort(new LeaseLostError(entry.jobId)), ms);
+}
+
+/** When the job's lease runs out locally (+Infinity once it is no longer watched). */
+export function leaseDeadline(entry: Leased): number {
+  return entry.group?.deadline ?? (entry.ownTimer ? entry.ownDeadline : Infinity);
 }
 
 /** The job is over (or released): stop watching its lease. */

@@ -31,8 +31,8 @@ import { reportDead } from '../queue/dead.js';
 import { rowFromJson, toJob } from '../queue/rows.js';
 import { serializePayload, storableText, validateInt, validateWorkerId } from '../queue/validate.js';
 import type { Job, Logger } from '../types.js';
-import { Completer, type Completion } from './completer.js';
-import { JobAbort, LeaseGroup, extendLease, releaseLease, type Leased } from './lease.js';
+import { Completer, type Batch, type Move } from './completer.js';
+import { JobAbort, LeaseGroup, extendLease, leaseDeadline, releaseLease, type Leased } from './lease.js';
 import type { Metrics } from '../metrics.js';
 
 export interface WorkOptions {
@@ -76,6 +76,10 @@ interface Claimed {
   row: any;
   group: LeaseGroup;
   leaseMs: number;
+  /** Claimed ahead on a capped queue (slot 0): starts only once it has a slot. */
+  waiting: boolean;
+  /** Its slot is being asked for by the statement in flight. */
+  promoting: boolean;
 }
 
 interface Running extends Leased {
@@ -83,6 +87,12 @@ interface Running extends Leased {
   token: string;
   settled: Promise<void>;
   released: boolean;
+  /** Runs in a cap slot: its completion leaves the slot in hand. */
+  slotted: boolean;
+  /** Started in a slot in hand; its move is not written yet. */
+  handedOver: boolean;
+  /** While the move is unwritten, the lease is watched to the slot's earlier deadline: the claim's own. */
+  claimGroup: LeaseGroup | null;
   /** Index in `Worker.running`; -1 once the job is out of it. */
   at: number;
 }
@@ -164,8 +174,9 @@ export class Worker {
     this.workerId = opts.workerId === undefined ? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}` : validateWorkerId(opts.workerId);
     this.pickupDelay = deps.metrics.pickupDelay.labels(queue);
     this.runDuration = deps.metrics.runDuration.labels(queue);
-    this.completer = new Completer(deps.db, deps, {
+    this.completer = new Completer(deps.db, { notify: deps.notify, now: deps.now, queue, workerId: this.workerId }, {
       completed: (ids) => deps.emit('completed', { queue, ids }),
+      moved: (moves, moved) => this.onMoved(moves, moved),
       failed: (jobs) => this.onFailed(jobs),
       lost: (ids) => {
         deps.logger.warn({ queue, jobIds: ids }, 'sluice: results fenced out (lease lost before they were written)');
@@ -255,12 +266,21 @@ export class Worker {
       return false;
     }
     const free = this.concurrency - this.running.length;
-    const ahead = this.ahead();
-    const want = free + ahead - this.buffer.length;
-    if (want <= 0 || (this.buffer.length > 0 && want < Math.ceil(ahead / 2))) return false;
+    // Free local slots with jobs waiting for a cap slot and none in hand: ask for theirs.
+    const promotions: Claimed[] = [];
+    if (free > 0) {
+      for (const c of this.buffer) {
+        if (promotions.length === free) break;
+        if (c.waiting && !c.promoting) promotions.push(c);
+      }
+    }
+    const ahead = promotions.length > 0 ? 0 : this.ahead();
+    const want = Math.max(0, free + ahead - this.buffer.length);
+    if (promotions.length === 0 && (want <= 0 || (this.buffer.length > 0 && want < Math.ceil(ahead / 2)))) return false;
     const forSlots = Math.max(0, free - this.buffer.length);
+    for (const c of promotions) c.promoting = true;
     this.claimAgain = false;
-    this.claiming = this.claim(forSlots, want - forSlots, this.completer.takeCompletions()).finally(() => {
+    this.claiming = this.claim(forSlots, want - forSlots, this.completer.takeBatch(), promotions).finally(() => {
       this.claiming = null;
       if (this.claimAgain) {
         this.claimAgain = false;
@@ -272,11 +292,13 @@ export class Worker {
     return true;
   }
 
-  private async claim(forSlots: number, ahead: number, completions: Completion[]): Promise<void> {
+  private async claim(forSlots: number, ahead: number, batch: Batch, promotions: Claimed[]): Promise<void> {
     let rows: any[];
     const sentAt = performance.now();
+    const { completions, moves } = batch;
     try {
-      if (completions.length > 0) {
+      if (completions.length > 0 || moves.length > 0 || promotions.length > 0) {
+        // Moves first (their jobs already run), then the promotions, in buffer order.
         const result = await this.deps.db.run('JobCompleteAndClaim', [
           completions.map((c) => c.id),
           completions.map((c) => c.token),
@@ -287,8 +309,23 @@ export class Worker {
           forSlots,
           this.workerId,
           ahead,
+          [...moves.map((m) => m.id), ...promotions.map((c) => String(c.row.id))],
+          [...moves.map((m) => m.token), ...promotions.map((c) => c.row.lease_token)],
         ]);
-        this.completer.settle(completions, new Set<string>((result.find((r) => r.completed)?.completed ?? []).map(String)));
+        const first = result[0];
+        this.completer.settle(completions, new Set<string>((first?.completed ?? []).map(String)));
+        const moved = new Set<string>((first?.moved ?? []).map(String));
+        if (moves.length > 0) this.onMoved(moves, moved);
+        let promoted = 0;
+        for (const c of promotions) {
+          c.promoting = false;
+          if (moved.has(String(c.row.id))) {
+            c.waiting = false;
+            promoted++;
+          }
+        }
+        // The cap is full: wait for a freed slot's wake-up rather than ask again at once.
+        if (promoted < promotions.length) this.idle = true;
         rows = result.filter((r) => r.job).map((r) => rowFromJson(r.job));
       } else {
         rows = await this.deps.db.run('JobClaim', [this.queue, forSlots, this.workerId, this.deps.now(), ahead]);
@@ -296,8 +333,9 @@ export class Worker {
       this.claimFailures = 0;
       this.claims++;
     } catch (err) {
+      for (const c of promotions) c.promoting = false;
       // The completions are written on their own, with retries.
-      if (completions.length > 0) this.completer.putBack(completions);
+      if (completions.length > 0 || moves.length > 0) this.completer.putBack(batch);
       // Fail closed: nothing was claimed. Back off, then try again.
       this.claimFailures++;
       const delayMs = Math.min(this.pollIntervalMs * 5, 50 * 2 ** Math.min(this.claimFailures, 10));
@@ -318,29 +356,84 @@ export class Worker {
       await Promise.all(rows.map((r) => this.release(String(r.id), r.lease_token)));
       return;
     }
-    if (rows.length === 0) return;
+    if (rows.length === 0) {
+      if (promotions.length > 0) this.fill();
+      return;
+    }
     // Every row of one claim has the same lease; counting it from when the claim was sent
     // errs on the early side.
     const leaseMs = rows[0].lease_expires_at.getTime() - rows[0].started_at.getTime();
     const group = new LeaseGroup(sentAt + leaseMs);
-    for (const row of rows) this.buffer.push({ row, group, leaseMs });
+    for (const row of rows) this.buffer.push({ row, group, leaseMs, waiting: row.slot === 0, promoting: false });
     this.fill();
   }
 
-  /** Start buffered jobs while slots are free. */
+  /**
+   * Start buffered jobs while local slots are free: a job with its slot (or of a queue
+   * without a cap) at once; a job waiting for a cap slot only in a slot in hand, left by a
+   * completion not written yet, which the same write then moves to it (migration 0011).
+   */
   private fill(): void {
-    while (this.running.length < this.concurrency && this.buffer.length > 0 && this.state === 'running') {
-      const claimed = this.buffer.shift()!;
-      if (claimed.group.deadline - performance.now() < claimed.leaseMs / 2) {
+    let i = 0;
+    while (i < this.buffer.length && this.running.length < this.concurrency && this.state === 'running') {
+      const claimed = this.buffer[i]!;
+      if (claimed.group.deadline - performance.now() < claimed.leaseMs / 2 && !claimed.promoting) {
         // Waited too long behind slow jobs: let another worker have it with a full lease.
+        this.buffer.splice(i, 1);
         void this.release(String(claimed.row.id), claimed.row.lease_token);
         continue;
       }
-      this.run(claimed);
+      if (!claimed.waiting) {
+        this.buffer.splice(i, 1);
+        this.run(claimed, claimed.row.slot != null, Infinity);
+      } else if (!claimed.promoting && this.completer.slotsInHand > 0) {
+        this.buffer.splice(i, 1);
+        this.run(claimed, true, this.completer.handOver({ id: String(claimed.row.id), token: claimed.row.lease_token }));
+      } else {
+        i++;
+      }
     }
   }
 
-  private run({ row, group, leaseMs }: Claimed): void {
+  /**
+   * The moves of jobs started in slots in hand are written. A job whose move failed (its
+   * slot's job had lost its lease, or it was itself cancelled or swept) runs in a slot the
+   * table no longer counts: it is stopped, and failed with the reason (its attempt counts,
+   * as for a lease that ran out; a fence keeps a cancelled job cancelled).
+   */
+  private onMoved(moves: Move[], moved: Set<string>): void {
+    const handedOver = new Map<string, Running>();
+    for (const e of this.running) if (e.handedOver) handedOver.set(e.job.id, e);
+    for (const m of moves) {
+      const entry = handedOver.get(m.id);
+      if (!entry || entry.token !== m.token) continue; // already over
+      entry.handedOver = false;
+      if (moved.has(m.id)) {
+        if (entry.claimGroup) {
+          releaseLease(entry);
+          entry.claimGroup.add(entry);
+          entry.claimGroup = null;
+        }
+      } else if (!entry.released) {
+        const reason = new LeaseLostError(m.id);
+        this.deps.logger.warn({ queue: this.queue, jobId: m.id }, 'sluice: a job started in a freed cap slot could not keep it; stopped');
+        entry.released = true;
+        releaseLease(entry);
+        entry.abort.abort(reason);
+        this.completer.fail({
+          id: m.id,
+          token: m.token,
+          error: { name: 'SlotLost', message: 'started in a cap slot that could not be kept (the job that held it had lost its lease)' },
+        });
+      }
+    }
+  }
+
+  /**
+   * `slotDeadline`: for a job started in a slot in hand, the earliest lease deadline of the
+   * jobs whose slots are in hand; its lease is watched to it until the move is written.
+   */
+  private run({ row, group, leaseMs }: Claimed, slotted: boolean, slotDeadline: number): void {
     const job = toJob(row);
     const entry: Running = {
       jobId: job.id,
@@ -349,11 +442,20 @@ export class Worker {
       abort: new JobAbort(),
       group: null,
       ownTimer: null,
+      ownDeadline: 0,
       settled: Promise.resolve(),
       released: false,
+      slotted,
+      handedOver: slotDeadline !== Infinity,
+      claimGroup: null,
       at: -1,
     };
-    group.add(entry);
+    if (slotDeadline < group.deadline) {
+      extendLease(entry, slotDeadline - performance.now());
+      entry.claimGroup = group;
+    } else {
+      group.add(entry);
+    }
     const ctx = new RunContext(entry, async (seconds?: number) => {
       const s = validateInt(seconds, 'seconds', { min: 1, max: 7 * 24 * 3600 });
       const [r] = await this.deps.db.run('JobHeartbeat', [job.id, entry.token, s, this.deps.now()]);
@@ -362,6 +464,9 @@ export class Worker {
         entry.abort.abort(err);
         throw err;
       }
+      // The extended lease is the job's own from now on (a slot in hand can only have been
+      // swept if this heartbeat could not reach the database).
+      entry.claimGroup = null;
       extendLease(entry, s !== null ? s * 1000 : leaseMs);
     });
     entry.at = this.running.push(entry) - 1;
@@ -382,7 +487,7 @@ export class Worker {
           this.completer.fail({ id: job.id, token, error: errorRecord(err) });
           return;
         }
-        this.completer.complete({ id: job.id, token, result });
+        this.completer.complete(entry.slotted ? { id: job.id, token, result, slotDeadline: leaseDeadline(entry) } : { id: job.id, token, result });
       }
     } catch (err) {
       if (!entry.released) this.completer.fail({ id: job.id, token, error: errorRecord(err) });
