@@ -552,10 +552,13 @@ test('stats count every state and the lag of the oldest ready job', async () => 
   await sluice.send(q, 'dies');
   const [b, c] = await sluice.claim(q, { max: 2 });
   await sluice.fail(c!.id, c!.leaseToken, { message: 'x' });
+  // A worker with no free slot claims one job ahead: leased, waiting for a slot.
+  await sluice.send(q, 'ahead');
+  await sluice.pool.query("SELECT * FROM sluice.claim($1, 0, 'w', $2, 1)", [q, clock.now()]);
   clock.advance(5000);
   const stats = await sluice.stats(q);
   assert.deepEqual(stats, {
-    queue: q, ready: 0, scheduled: 1, active: 1, completed: 1, cancelled: 1, dead: 1,
+    queue: q, ready: 0, scheduled: 1, active: 1, claimedAhead: 1, completed: 1, cancelled: 1, dead: 1,
     oldestReadyAgeSeconds: 0, concurrency: 7, paused: false,
   });
   assert.ok(b);
