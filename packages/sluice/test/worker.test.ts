@@ -243,6 +243,46 @@ test('capped queue: a job claimed ahead starts in the slot of a job that just en
   assert.deepEqual(await slotRow(), [], 'every slot free at the end');
 });
 
+test('capped queue: a job started in a freed slot that cannot be moved to it (its predecessor lost its lease, the slot went to another claimer) is aborted and failed with SlotLost, then retried', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 1, maxAttempts: 2, leaseSeconds: 600, backoff: { baseMs: 1, maxMs: 1, jitter: 0 } });
+  await sluice.sendMany(q, [1, 2, 3, 4].map((n) => ({ data: n })));
+  const starts: number[] = [];
+  let abortedWith: unknown = null;
+  let elsewhere: { id: string; leaseToken: string } | undefined;
+  const worker = sluice.work(q, { concurrency: 1, prefetch: 1 }, async (job, { signal }) => {
+    const n = job.data as number;
+    starts.push(n);
+    // Job 1 ends at once, so the worker claims job 2 with job 3 ahead of it (as above).
+    if (starts.length === 2) {
+      // Job 2 loses its lease (cancelled) and another claimer takes the freed slot.
+      await sluice.cancel(job.id);
+      [elsewhere] = await sluice.claim(q, { max: 1 });
+    }
+    if (starts.length === 3) {
+      // Started in job 2's slot, which the table has given to the other claimer.
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      abortedWith = signal.reason;
+      // The other claimer finishes: the slot is free for the retry.
+      await sluice.complete(elsewhere!.id, elsewhere!.leaseToken);
+    }
+  });
+  await waitFor(async () => {
+    const s = await sluice.stats(q);
+    return s.completed === 3 && s.cancelled === 1;
+  }, { timeoutMs: 60_000, message: 'three completed, one cancelled' });
+  await worker.stop();
+  assert.ok(elsewhere, 'the other claimer got the freed slot');
+  assert.ok(abortedWith instanceof LeaseLostError, `aborted with ${String(abortedWith)}`);
+  assert.equal(starts[2], 3);
+  assert.equal(starts.filter((n) => n === 3).length, 2, 'job 3 ran again after its failed attempt');
+  const third = (await sluice.pool.query('SELECT id::text FROM sluice.job WHERE queue = $1 AND data = $2', [q, 3])).rows[0].id;
+  const job3 = await sluice.get(third);
+  assert.equal(job3?.state, 'completed');
+  assert.deepEqual(job3?.errors.map((e) => e.name), ['SlotLost']);
+});
+
 test('claim ahead: slow jobs are not hoarded; with prefetch 0 a worker holds only what it runs', async () => {
   const sluice = await makeSluice();
   for (const prefetch of [undefined, 0]) {
