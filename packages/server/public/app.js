@@ -222,6 +222,8 @@ function queueCard(q, buckets) {
     bar('Active', s.active, q.concurrency, 'active'),
     h('dl', { class: 'numbers' },
       number('Lag', fmtSeconds(s.oldestReadyAgeSeconds), 'lag'),
+      // Leased by workers ahead of a slot of the cap: neither ready nor active.
+      number('Claimed ahead', s.claimedAhead ?? 0, 'claimedAhead'),
       number('Shed (503)', q.refusals.shed, 'shed'),
       number('Key-limited (429)', q.refusals.keyLimited, 'keyLimited'),
       number('Dead', s.dead, 'dead')),
