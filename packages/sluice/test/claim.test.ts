@@ -326,7 +326,7 @@ test('cap slots: a fused completion hands its slots to its claim, and frees ever
   assert.equal((await sluice.stats(q)).active, 2);
 });
 
-test('cap slots: jobs claimed ahead wait with slot 0 outside the cap; a completion hands its slot over, a promotion takes a free one, and a move is refused when its job is gone, the cap is full or the slot is above a lowered cap', async () => {
+test('cap slots: jobs claimed ahead wait with slot 0 outside the cap; a completion hands its slot over, a promotion takes a free one, and a move is refused when its job is gone or the cap is full; a lowered cap grants nothing ahead', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();
   await sluice.queues.put(q, { concurrency: 2 });
@@ -383,21 +383,28 @@ test('cap slots: jobs claimed ahead wait with slot 0 outside the cap; a completi
   // A stale token moves nothing.
   assert.deepEqual(await completeAndMove([], [{ ...w4, token: '00000000-0000-0000-0000-000000000000' }]), { completed: [], moved: [] });
 
-  // Cap lowered to 1: a slot above it is never handed over, and no free slot is taken while
-  // it is still held.
+  // Cap lowered to 1 while slots 1 and 2 are held: a job already waiting still takes over
+  // the slot above it (one for one: the count does not grow, and nothing running is
+  // stopped), but no job is claimed ahead while a slot above the cap is held.
   await sluice.queues.put(q, { concurrency: 1 });
   const high = (await slotOf(w1)) === 2 ? w1 : w3;
   const low = high === w1 ? w3 : w1;
-  assert.deepEqual(await completeAndMove([high], [w4]), { completed: [high.id], moved: [] });
+  assert.deepEqual(await completeAndMove([high], [w4]), { completed: [high.id], moved: [w4.id] });
+  assert.equal(await slotOf(w4), 2);
+  assert.deepEqual(await claim(0, 2), [], 'no jobs ahead while a slot above the cap is held');
+  // w4 ends with no job waiting for its slot: the slot above the cap is freed.
+  assert.deepEqual(await completeAndMove([w4], []), { completed: [w4.id], moved: [] });
   assert.deepEqual((await held()).map((r) => [r.n, r.job]), [[1, low.id]]);
-  // The slot under the cap is handed over.
-  assert.deepEqual(await completeAndMove([low], [w4]), { completed: [low.id], moved: [w4.id] });
-  assert.deepEqual((await held()).map((r) => [r.n, r.job]), [[1, w4.id]]);
+  // The slot under the cap is handed over; with the cap full, a job is again claimed ahead.
+  assert.deepEqual(await completeAndMove([low], [w5]), { completed: [low.id], moved: [w5.id] });
+  assert.deepEqual((await held()).map((r) => [r.n, r.job]), [[1, w5.id]]);
+  const [w6] = (await claim(0, 1)) as [Leased];
+  assert.equal(w6.slot, 0);
 
   // Cap lifted: a waiting job has nothing to wait for; its move just clears the 0.
   await sluice.queues.put(q, { concurrency: null });
-  assert.deepEqual(await completeAndMove([], [w5]), { completed: [], moved: [w5.id] });
-  assert.equal(await slotOf(w5), null);
+  assert.deepEqual(await completeAndMove([], [w6]), { completed: [], moved: [w6.id] });
+  assert.equal(await slotOf(w6), null);
 });
 
 test('plans a connection cached while its queues were empty stay primary-key and ready-index reads once they hold 20,000 jobs', async () => {

@@ -23,14 +23,18 @@
 --
 -- A move is fenced by the waiting job's lease token and needs `slot = 0`: a job swept,
 -- cancelled or released meanwhile is not moved, and the slot in hand goes on to the claim
--- (or is freed). Slots above a lowered cap are never moved (the cap must be able to come
--- down while work keeps flowing); the job then takes a free slot under the cap, or is not
--- moved and its worker stops it. While held slots above the cap remain, moves take no
--- free slots (those claims must count, under the claim lock; see 0006). On a queue
--- without a cap (since lifted) a move just clears the 0.
+-- (or is freed). If a started job cannot be moved (the job whose slot it took had lost
+-- its lease, so the slot was not in hand, and no other slot is free) its worker stops it
+-- and fails the attempt, as if its lease had run out. On a queue without a cap (since
+-- lifted) a move just clears the 0.
 --
 -- Jobs ahead are granted only when every free local slot got a slot: a worker that finds
--- the cap full holds nothing it cannot start. The `active` count of a capped queue now
+-- the cap full holds nothing it cannot start. None are granted while slots above the cap
+-- are held (it was just lowered): the jobs already waiting may still take over slots
+-- above it — one for one, so the count does not grow, and no running job is stopped
+-- because an operator lowered a cap — but nothing new will, and the slots above the cap
+-- are freed as their last jobs end. While such slots remain, moves take no free slots
+-- (the claims that do must count, under the claim lock; see 0006). The `active` count of a capped queue now
 -- includes the jobs claimed ahead; jobs holding slots are those with `slot <> 0`.
 
 -- Slots for jobs waiting with slot 0, in the order given: slots in hand (released by this
@@ -75,9 +79,9 @@ BEGIN
     moved := v_waiting;
     RETURN;
   END IF;
-  -- Slots in hand above a lowered cap are never moved: they stay in `left_over`, which
-  -- the caller frees.
-  v_slots := ARRAY(SELECT u FROM unnest(left_over) u WHERE u <= q.concurrency ORDER BY u);
+  -- Slots in hand first, those under the cap before any above it (a lowered cap): a slot
+  -- above it is passed on only to a job already waiting, never taken anew.
+  v_slots := ARRAY(SELECT u FROM unnest(left_over) u ORDER BY u);
   IF cardinality(v_slots) < cardinality(v_waiting)
      AND NOT EXISTS (SELECT 1 FROM :SCHEMA.slot WHERE queue = p_queue AND n > q.concurrency AND job_id IS NOT NULL) THEN
     v_slots := v_slots || :SCHEMA.take_slots(p_queue, q.concurrency, cardinality(v_waiting) - cardinality(v_slots));
@@ -146,6 +150,8 @@ BEGIN
       -- Slots in hand count as room only up to what the cap has left.
       PERFORM :SCHEMA.free_slots(p_queue, v_reuse[greatest(v_want, 0) + 1:]);
       v_reuse := v_reuse[1:greatest(v_want, 0)];
+      -- No jobs ahead: they would keep the slots above the cap in use.
+      v_limit := least(v_limit, greatest(v_want, 0));
     END IF;
     -- The slots in hand first; more are taken only for what they do not cover. Slots
     -- only for the free local slots: jobs ahead wait with slot 0.

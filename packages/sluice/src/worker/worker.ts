@@ -397,9 +397,10 @@ export class Worker {
 
   /**
    * The moves of jobs started in slots in hand are written. A job whose move failed (its
-   * slot's job had lost its lease, or it was itself cancelled or swept) runs in a slot the
-   * table no longer counts: it is stopped, and failed with the reason (its attempt counts,
-   * as for a lease that ran out; a fence keeps a cancelled job cancelled).
+   * slot's job had lost its lease and no slot was free, or it was itself cancelled or
+   * swept) runs in a slot the table no longer counts: it is stopped, and failed with the
+   * reason (its attempt counts, as for a lease that ran out; a fence keeps a cancelled job
+   * cancelled).
    */
   private onMoved(moves: Move[], moved: Set<string>): void {
     const handedOver = new Map<string, Running>();
