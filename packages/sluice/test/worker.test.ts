@@ -303,32 +303,41 @@ test('claim ahead: slow jobs are not hoarded; with prefetch 0 a worker holds onl
   }
 });
 
-test('stop gives jobs held ahead back without counting an attempt', async () => {
-  const sluice = await makeSluice();
-  const q = uniqueQueue();
-  await sluice.queues.put(q, {});
-  await sluice.sendMany(q, Array.from({ length: 500 }, (_, i) => ({ data: i })));
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  let started = 0;
-  // Quick jobs teach the worker to claim ahead; from job 300 on, handlers wait at the gate.
-  const worker = sluice.work(q, { concurrency: 2, prefetch: 20 }, async () => {
-    if (++started > 300) await gate;
+for (const capped of [false, true]) {
+  test(`stop gives jobs held ahead back without counting an attempt${capped ? ' (capped queue: they wait without a slot, and every slot is free after)' : ''}`, async () => {
+    const sluice = await makeSluice();
+    const q = uniqueQueue();
+    await sluice.queues.put(q, capped ? { concurrency: 2 } : {});
+    await sluice.sendMany(q, Array.from({ length: 500 }, (_, i) => ({ data: i })));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let started = 0;
+    // Quick jobs teach the worker to claim ahead; from job 300 on, handlers wait at the gate.
+    const worker = sluice.work(q, { concurrency: 2, prefetch: 20 }, async () => {
+      if (++started > 300) await gate;
+    });
+    const held = async () => {
+      const s = await sluice.stats(q);
+      return capped ? s.claimedAhead : s.active - 2;
+    };
+    await waitFor(async () => started > 300 && (await held()) > 0, { timeoutMs: 60_000, message: 'jobs held ahead' });
+    const stopping = worker.stop({ timeoutMs: 60_000 });
+    await waitFor(async () => (await sluice.stats(q)).active === 2 && (await held()) === 0, { timeoutMs: 30_000, message: 'held jobs given back' });
+    release();
+    await stopping;
+    const stats = await sluice.stats(q);
+    assert.equal(stats.active, 0);
+    assert.equal(stats.claimedAhead, 0);
+    assert.equal(stats.completed + stats.ready, 500);
+    const { rows } = await sluice.pool.query(
+      "SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND state = 'pending' AND attempts > 0",
+      [q],
+    );
+    assert.equal(rows[0].n, 0, 'given-back jobs keep their attempts');
+    const slots = await sluice.pool.query('SELECT count(*)::int AS n FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [q]);
+    assert.equal(slots.rows[0].n, 0, 'no slot left held');
   });
-  await waitFor(async () => started > 300 && (await sluice.stats(q)).active > 2, { timeoutMs: 60_000, message: 'jobs held ahead' });
-  const stopping = worker.stop({ timeoutMs: 60_000 });
-  await waitFor(async () => (await sluice.stats(q)).active === 2, { timeoutMs: 30_000, message: 'held jobs given back' });
-  release();
-  await stopping;
-  const stats = await sluice.stats(q);
-  assert.equal(stats.active, 0);
-  assert.equal(stats.completed + stats.ready, 500);
-  const { rows } = await sluice.pool.query(
-    "SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND state = 'pending' AND attempts > 0",
-    [q],
-  );
-  assert.equal(rows[0].n, 0, 'given-back jobs keep their attempts');
-});
+}
 
 test('graceful stop: in-flight jobs finish and are completed; nothing is claimed after stop begins', async () => {
   const sluice = await makeSluice();
