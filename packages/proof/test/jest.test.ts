@@ -62,7 +62,7 @@ test('skipped and todo tests reject the gold suite', async () => {
     [['test_skipped', 'sum.test.js::later'], ['test_skipped', 'sum.test.js::someday']],
   );
   // The suite under test skips its only test on purpose: the runner must report it as skipped.
-  const allSkipped = await runSuite({ language: 'javascript', files: gold, tests: { 'skip.test.js': "test.skip('a', () => {});\n" } });
+  const allSkipped = await runSuite({ language: 'javascript', files: gold, tests: { 'skip.test.js': "test.skip('a', () => {});\n" } }); // skipped on purpose: the fixture the runner must classify
   assert.deepEqual(Object.values(allSkipped.tests).map((t) => t.status), ['skipped']);
 });
 

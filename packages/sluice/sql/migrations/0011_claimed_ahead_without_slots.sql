@@ -146,10 +146,9 @@ BEGIN
       DELETE FROM :SCHEMA.slot WHERE queue = p_queue AND n > q.concurrency AND job_id IS NULL;
       SELECT count(*) INTO v_active FROM :SCHEMA.job
       WHERE queue = p_queue AND state = 'active' AND slot IS DISTINCT FROM 0;
+      -- Slots in hand count as room only up to what the cap has left (the rest are freed
+      -- below, with those beyond the free local slots).
       v_want := least(v_want, q.concurrency - v_active);
-      -- Slots in hand count as room only up to what the cap has left.
-      PERFORM :SCHEMA.free_slots(p_queue, v_reuse[greatest(v_want, 0) + 1:]);
-      v_reuse := v_reuse[1:greatest(v_want, 0)];
       -- No jobs ahead: they would keep the slots above the cap in use.
       v_limit := least(v_limit, greatest(v_want, 0));
     END IF;

@@ -107,10 +107,15 @@ export class Completer {
 
   /** Give back what a fused claim could not write; it is flushed on its own. */
   putBack(batch: Batch): void {
+    this.restore(batch);
+    this.schedule();
+  }
+
+  /** Put a batch back in front of what was buffered since it was taken. */
+  private restore(batch: Batch): void {
     this.completions.unshift(...batch.completions);
     this.moves.unshift(...batch.moves);
     this.recount();
-    this.schedule();
   }
 
   private recount(): void {
@@ -164,9 +169,7 @@ export class Completer {
         this.failuresInARow = 0;
       } catch (err) {
         // Put them back in front and retry after a pause; nothing is dropped.
-        this.completions.unshift(...batch.completions);
-        this.moves.unshift(...batch.moves);
-        this.recount();
+        this.restore(batch);
         this.failures.unshift(...failures);
         this.failuresInARow++;
         this.events.error(err);
