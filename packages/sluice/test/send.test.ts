@@ -27,6 +27,28 @@ test('send stores the job with its options; get returns it', async () => {
   assert.equal(await sluice.get('999999999'), null);
 });
 
+test('a queue without limits takes a send in one statement; limits set later apply from the next send', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { maxAttempts: 4 });
+  const runAt = new Date(Date.now() + 3_600_000);
+  const at = await sluice.get((await sluice.send(q, { a: 1 }, { runAt, maxAttempts: 9 })).id);
+  const later = await sluice.get((await sluice.send(q, { b: 2 }, { delayMs: 60_000, key: 'k' })).id);
+  assert.equal(at?.runAt.getTime(), runAt.getTime());
+  assert.equal(at?.maxAttempts, 9);
+  assert.ok(later && later.runAt.getTime() - later.createdAt.getTime() === 60_000, 'delayMs counts from the send');
+  assert.equal(later?.maxAttempts, 4);
+  assert.equal(later?.key, 'k');
+
+  await sluice.send(q, {}, { key: 'k' });
+  await sluice.queues.put(q, { maxAttempts: 4, maxPerKey: 2 });
+  await assert.rejects(sluice.send(q, {}, { key: 'k' }), KeyLimitError);
+  await sluice.send(q, {}); // no key: still one statement, nothing to admit
+  await sluice.queues.put(q, { maxAttempts: 4, maxPending: 2 });
+  await assert.rejects(sluice.send(q, {}), QueueFullError);
+  assert.equal(await jobCount(q), 4);
+});
+
 test('bad input is refused with a ValidationError and nothing is written', async () => {
   const sluice = await makeSluice({ maxPayloadBytes: 1000 });
   const q = uniqueQueue();
