@@ -407,7 +407,51 @@ test('cap slots: jobs claimed ahead wait with slot 0 outside the cap; a completi
   assert.equal(await slotOf(w6), null);
 });
 
-test('plans a connection cached while its queues were empty stay primary-key and ready-index reads once they hold 20,000 jobs', async () => {
+test('cap slots: a flush and a move that lock the same waiting jobs take them in the same order, so neither waits on the other for good', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 2 });
+  await sluice.sendMany(q, Array.from({ length: 4 }, (_, i) => ({ data: i })));
+  type Leased = { id: string; token: string; slot: number };
+  const claimed: Leased[] = (await sluice.pool.query("SELECT id::text, lease_token AS token, slot FROM sluice.claim($1, 2, 'w', NULL, 2)", [q])).rows;
+  const running = claimed.filter((j) => j.slot !== 0);
+  const [w1, w2] = claimed.filter((j) => j.slot === 0).sort((a, b) => Number(BigInt(a.id) - BigInt(b.id))) as [Leased, Leased];
+  assert.equal(running.length, 2);
+
+  // Both waiting jobs were handed over and ended before their moves were written: the
+  // worker's flush writes their completions (in id order), while the statement carrying
+  // the moves (handed over w2 first) is in flight. The flush has locked w1 so far.
+  const flush = await sluice.pool.connect();
+  const mover = await sluice.pool.connect();
+  try {
+    await flush.query('BEGIN');
+    await flush.query('SELECT 1 FROM sluice.job WHERE id = $1 FOR UPDATE', [w1.id]);
+    const moverPid = (await mover.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    const move = mover.query(
+      "SELECT completed, moved FROM sluice.complete_and_claim($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, 0, 'w', 0, $5::bigint[], $6::uuid[])",
+      [running.map((j) => j.id), running.map((j) => j.token), running.map(() => 'null'), q, [w2.id, w1.id], [w2.token, w1.token]],
+    );
+    const outcome = move.then(() => 'done', (err: Error) => err.message);
+    await waitFor(async () => (await sluice.pool.query('SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1', [moverPid])).rows[0]?.wait_event_type === 'Lock', { message: 'the move waits for the flush' });
+    // The flush goes on to w2. Had the move locked w2 first, each would wait for the other.
+    const completeMany = sqlFor('sluice').query('JobCompleteMany');
+    const done = await flush.query(completeMany.text, [[w1.id, w2.id], [w1.token, w2.token], ['null', 'null'], null, false]);
+    assert.deepEqual(done.rows.map((r) => String(r.id)).sort(), [w1.id, w2.id].sort());
+    await flush.query('COMMIT');
+    assert.equal(await outcome, 'done');
+    const { completed, moved } = (await move).rows[0];
+    assert.deepEqual(completed.map(String).sort(), running.map((j) => j.id).sort());
+    assert.deepEqual(moved, [], 'jobs that ended before their move get no slot');
+  } finally {
+    flush.release();
+    mover.release();
+  }
+  const { rows: held } = await sluice.pool.query('SELECT n FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [q]);
+  assert.deepEqual(held, [], 'the slots in hand went to nobody, so they are free');
+  assert.equal((await sluice.stats(q)).completed, 4);
+});
+
+test('plans a connection cached while its queues were empty stay primary-key and ready-index reads once they hold 20,000 jobs (moves included)', async () => {
   // The hot path keeps one generic plan per statement for the life of a connection
   // (migration 0009): a plan made on an empty table, without statistics, must not turn
   // into a scan of the table once it fills up.
@@ -417,17 +461,21 @@ test('plans a connection cached while its queues were empty stay primary-key and
   await sluice.queues.put(capped, { concurrency: 50 });
   await sluice.queues.put(plain, {});
   const client = await sqlClient();
-  type Held = { id: string; token: string };
-  const completeAndClaim = async (q: string, held: Held[]): Promise<Held[]> => {
+  type Held = { id: string; token: string; slot: number | null };
+  let lastMoved = 0;
+  /** Completes `held`, moves `waiting` into their slots, claims 10 (and `ahead` more). */
+  const completeAndClaim = async (q: string, held: Held[], ahead = 0, waiting: Held[] = []): Promise<Held[]> => {
     const { rows } = await client.query(
-      "SELECT completed, job FROM sluice.complete_and_claim($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, 10, 'w', 0, '{}', '{}')",
-      [held.map((j) => j.id), held.map((j) => j.token), held.map(() => 'null'), q],
+      "SELECT completed, moved, job FROM sluice.complete_and_claim($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, 10, 'w', $5, $6::bigint[], $7::uuid[])",
+      [held.map((j) => j.id), held.map((j) => j.token), held.map(() => 'null'), q, ahead, waiting.map((j) => j.id), waiting.map((j) => j.token)],
     );
-    return rows.filter((r) => r.job).map((r) => ({ id: String(r.job.id), token: r.job.lease_token as string }));
+    lastMoved = rows[0].moved.length;
+    return rows.filter((r) => r.job).map((r) => ({ id: String(r.job.id), token: r.job.lease_token as string, slot: r.job.slot }));
   };
   // Plans cached on empty queues (more calls than the plan cache needs to settle).
+  const nobody = { id: '1', token: '00000000-0000-0000-0000-000000000000', slot: 0 };
   for (let i = 0; i < 8; i++) {
-    assert.deepEqual(await completeAndClaim(capped, []), []);
+    assert.deepEqual(await completeAndClaim(capped, [], 10, [nobody]), []);
     assert.deepEqual(await completeAndClaim(plain, []), []);
   }
   for (const q of [capped, plain]) {
@@ -435,8 +483,13 @@ test('plans a connection cached while its queues were empty stay primary-key and
   }
   const indexes = ['sluice.job_pkey', 'sluice.job_ready_idx', 'sluice.job_active_idx', 'sluice.job_finished_idx', 'sluice.slot_pkey'];
   for (const q of [capped, plain]) {
-    let held = await completeAndClaim(q, []);
+    // On the capped queue ten more are claimed ahead: they wait with slot 0, and the
+    // measured statement moves them into the slots of the ten it completes.
+    const claimed = await completeAndClaim(q, [], q === capped ? 10 : 0);
+    let held = claimed.filter((j) => j.slot !== 0);
+    const waiting = claimed.filter((j) => j.slot === 0);
     assert.equal(held.length, 10);
+    assert.equal(waiting.length, q === capped ? 10 : 0);
     await client.query('BEGIN');
     try {
       // What this backend has read so far (its counts are reported later, in batches):
@@ -451,10 +504,11 @@ test('plans a connection cached while its queues were empty stay primary-key and
           )
         ).rows[0];
       const before = await reads();
-      held = await completeAndClaim(q, held);
+      held = await completeAndClaim(q, held, 0, waiting);
       const after = await reads();
       assert.equal(held.length, 10, `${q}: ten completed, ten claimed`);
-      // Ten completions and ten claims look up a few dozen entries; a plan that reads
+      assert.equal(lastMoved, waiting.length, `${q}: every waiting job moved`);
+      // Ten completions, moves and claims look up a few dozen entries; a plan that reads
       // either queue's 20,000 jobs would read thousands.
       assert.equal(after.seq - before.seq, 0, `${q}: rows read by sequential scans`);
       const read = Object.fromEntries(indexes.map((i) => [i, after.entries[i]! - before.entries[i]!]));

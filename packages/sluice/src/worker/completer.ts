@@ -10,6 +10,9 @@
  * would have freed the slot (migration 0011).
  * Each result carries the lease token of its claim: a row whose token no longer
  * matches (swept, cancelled) is not touched, and the result is reported as lost.
+ * Batches go out in id order, the order moves lock their jobs in (migration 0013): a
+ * flush and a statement carrying moves may lock the same jobs at once, and must not
+ * take them in opposite orders.
  * A flush that fails (database unreachable) keeps its results and retries with backoff;
  * if the lease runs out meanwhile, the sweeper retries the job and the late result is
  * fenced out, never applied twice.
@@ -102,7 +105,7 @@ export class Completer {
     const completions = this.moves.length > 0 ? this.completions.splice(0) : this.completions.splice(0, MAX_BATCH);
     const moves = this.moves.splice(0);
     this.recount();
-    return { completions, moves };
+    return { completions: completions.sort(byId), moves };
   }
 
   /** Give back what a fused claim could not write; it is flushed on its own. */
@@ -163,7 +166,7 @@ export class Completer {
     await new Promise((r) => setImmediate(r));
     while (this.pending > 0) {
       const batch = this.takeBatch();
-      const failures = this.failures.splice(0, MAX_BATCH);
+      const failures = this.failures.splice(0, MAX_BATCH).sort(byId);
       try {
         await Promise.all([this.writeCompletions(batch), this.writeFailures(failures)]);
         this.failuresInARow = 0;
@@ -232,4 +235,9 @@ export class Completer {
     const lost = batch.filter((f) => !written.has(f.id)).map((f) => f.id);
     if (lost.length) this.events.lost(lost);
   }
+}
+
+/** Job ids are decimal bigints: a shorter one is smaller. */
+function byId(a: { id: string }, b: { id: string }): number {
+  return a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }

@@ -22,9 +22,11 @@ export interface ChaosReport {
   fencedResults: number;
   /** Leases that expired and were swept back (or to dead) by the maintenance tick. */
   swept: number;
+  /** Jobs started by hand-over whose move could not be written, failed as SlotLost. */
+  slotLost: number;
   /** Handler runs beyond one per job (reruns after a lost lease). */
   reruns: number;
-  /** Peak number of handlers running at once while holding a lease that had not been swept. */
+  /** Peak number of handlers running at once while holding a lease that had not been swept or given up. */
   maxOverlap: number;
   cap: number;
   /** The same peak for the busiest key, and the per-key cap it must stay under (null: no keys). */
@@ -36,6 +38,20 @@ export interface ChaosReport {
   orphanRuns: number;
   durationMs: number;
   jobsPerSecond: number;
+  /** When a cap was passed: the handler runs open at the worst moment, for the post-mortem. */
+  overlapAtPeak?: OpenRun[];
+}
+
+/** A handler run, times in ms from the first start of the run; `end` says what ended it. */
+export interface OpenRun {
+  run: string;
+  key: string | null;
+  worker: string;
+  startMs: number;
+  endMs: number;
+  end: 'handler' | 'killed' | 'swept or given up';
+  /** What the database last recorded for that attempt (claim, completed, pending, swept…). */
+  events: string[];
 }
 
 interface Run {
@@ -87,11 +103,18 @@ export async function analyze(c: pg.Client, input: AnalyzeInput): Promise<ChaosR
   ).rows as { id: string; kind: string; attempt: number; token: string; worker_id: string; at_us: string }[];
   const lastClaim = new Map<string, (typeof events)[number]>();
   const completions = new Map<string, (typeof events)[number][]>();
+  // When a lease was given up by the library while its handler may still run: swept by
+  // the sweeper, or failed by its worker as SlotLost (its move could not be written; the
+  // handler was aborted). This handler ignores its abort signal, so its run is cut there.
   const sweptAt = new Map<string, bigint>();
+  let slotLost = 0;
   for (const e of events) {
     if (e.kind === 'claim') lastClaim.set(e.id, e);
     else if (e.kind === 'completed') completions.set(e.id, [...(completions.get(e.id) ?? []), e]);
-    else if (e.kind === 'swept') sweptAt.set(`${e.id}/${e.attempt}`, BigInt(e.at_us) * 1000n - input.offsetNs);
+    else if (e.kind === 'swept' || e.kind === 'slot-lost') {
+      sweptAt.set(`${e.id}/${e.attempt}`, BigInt(e.at_us) * 1000n - input.offsetNs);
+      if (e.kind === 'slot-lost') slotLost++;
+    }
   }
 
   let staleCompletions = 0;
@@ -109,19 +132,25 @@ export async function analyze(c: pg.Client, input: AnalyzeInput): Promise<ChaosR
   );
 
   // Overlap of handler runs while their lease held: a run ends when its handler ends, its
-  // process is killed, or its lease is swept, whichever comes first.
+  // process is killed, or its lease is swept or given up, whichever comes first.
   const edges: [bigint, number][] = [];
   const keyEdges = new Map<string, [bigint, number][]>();
+  const spans: { run: string; worker: string; start: bigint; end: bigint; endedBy: OpenRun['end'] }[] = [];
   let orphanRuns = duplicateRuns;
   for (const [key, run] of runs) {
     let end = run.end ?? input.killedAt.get(run.worker);
+    let endedBy: OpenRun['end'] = run.end !== undefined ? 'handler' : 'killed';
     const swept = sweptAt.get(key);
-    if (swept !== undefined && (end === undefined || swept < end)) end = swept;
+    if (swept !== undefined && (end === undefined || swept < end)) {
+      end = swept;
+      endedBy = 'swept or given up';
+    }
     if (end === undefined) {
       orphanRuns++;
       continue;
     }
     if (end < run.start) end = run.start;
+    spans.push({ run: key, worker: run.worker, start: run.start, end, endedBy });
     edges.push([run.start, 1], [end, -1]);
     const jobKey = keyOf.get(jobIdOf(key));
     if (jobKey != null) {
@@ -129,8 +158,37 @@ export async function analyze(c: pg.Client, input: AnalyzeInput): Promise<ChaosR
       keyEdges.get(jobKey)!.push([run.start, 1], [end, -1]);
     }
   }
-  const maxOverlap = peak(edges);
-  const maxKeyOverlap = Math.max(0, ...[...keyEdges.values()].map(peak));
+  const maxOverlap = peak(edges).max;
+  let maxKeyOverlap = 0;
+  let worstKey: { key: string; at: bigint } | null = null;
+  for (const [key, e] of keyEdges) {
+    const p = peak(e);
+    if (p.max > maxKeyOverlap) {
+      maxKeyOverlap = p.max;
+      worstKey = { key, at: p.at };
+    }
+  }
+  // A cap passed: name the runs open at the worst moment, and what the database recorded.
+  let overlapAtPeak: OpenRun[] | undefined;
+  const keyBroken = input.perKeyLimit !== null && maxKeyOverlap > input.perKeyLimit && worstKey;
+  if (keyBroken || maxOverlap > input.cap) {
+    const at = keyBroken ? worstKey!.at : peak(edges).at;
+    const origin = spans.reduce((min, r) => (r.start < min ? r.start : min), spans[0]!.start);
+    const ms = (t: bigint) => Number(t - origin) / 1e6;
+    overlapAtPeak = spans
+      .filter((r) => r.start <= at && r.end > at && (!keyBroken || keyOf.get(jobIdOf(r.run)) === worstKey!.key))
+      .map((r) => ({
+        run: r.run,
+        key: keyOf.get(jobIdOf(r.run)) ?? null,
+        worker: r.worker,
+        startMs: ms(r.start),
+        endMs: ms(r.end),
+        end: r.endedBy,
+        events: events
+          .filter((e) => `${e.id}/${e.attempt}` === r.run)
+          .map((e) => `${e.kind}@${ms(BigInt(e.at_us) * 1000n - input.offsetNs)} by ${e.worker_id}`),
+      }));
+  }
 
   const { rows } = await c.query(
     `SELECT count(*) FILTER (WHERE state = 'completed')::int AS completed,
@@ -151,7 +209,8 @@ export async function analyze(c: pg.Client, input: AnalyzeInput): Promise<ChaosR
     lost: input.ids.length - completed - dead,
     staleCompletions,
     fencedResults,
-    swept: sweptAt.size,
+    swept: sweptAt.size - slotLost,
+    slotLost,
     reruns: runs.size - new Set([...runs.keys()].map((k) => k.split('/')[0])).size,
     maxOverlap,
     cap: input.cap,
@@ -161,6 +220,7 @@ export async function analyze(c: pg.Client, input: AnalyzeInput): Promise<ChaosR
     orphanRuns,
     durationMs: Math.round(input.durationMs),
     jobsPerSecond: Math.round((input.ids.length / input.durationMs) * 1000),
+    ...(overlapAtPeak ? { overlapAtPeak } : {}),
   };
 }
 
@@ -169,11 +229,18 @@ function jobIdOf(run: string): string {
   return run.slice(0, run.indexOf('/'));
 }
 
-/** Most intervals open at once; ends sort before starts at the same instant (a slot handed over is not an overlap). */
-function peak(edges: [bigint, number][]): number {
+/** Most intervals open at once, and when first; ends sort before starts at the same instant (a slot handed over is not an overlap). */
+function peak(edges: [bigint, number][]): { max: number; at: bigint } {
   edges.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
   let running = 0;
   let max = 0;
-  for (const [, delta] of edges) max = Math.max(max, (running += delta));
-  return max;
+  let at = 0n;
+  for (const [t, delta] of edges) {
+    running += delta;
+    if (running > max) {
+      max = running;
+      at = t;
+    }
+  }
+  return { max, at };
 }

@@ -72,8 +72,10 @@ BEGIN
     VALUES (NEW.id, 'claim', NEW.attempts, NEW.lease_token, NEW.worker_id);
   ELSIF OLD.state = 'active' AND NEW.state <> 'active' THEN
     INSERT INTO chaos_event (job_id, kind, attempt, token, worker_id)
-    VALUES (OLD.id, CASE WHEN NEW.errors -> -1 ->> 'name' = 'LeaseExpired' AND NEW.state IN ('pending', 'dead')
-                         THEN 'swept' ELSE NEW.state::text END,
+    VALUES (OLD.id, CASE WHEN NEW.state NOT IN ('pending', 'dead') THEN NEW.state::text
+                         WHEN NEW.errors -> -1 ->> 'name' = 'LeaseExpired' THEN 'swept'
+                         WHEN NEW.errors -> -1 ->> 'name' = 'SlotLost' THEN 'slot-lost'
+                         ELSE NEW.state::text END,
             OLD.attempts, OLD.lease_token, OLD.worker_id);
   END IF;
   RETURN NEW;
