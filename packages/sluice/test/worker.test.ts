@@ -243,7 +243,7 @@ test('capped queue: a job claimed ahead starts in the slot of a job that just en
   assert.deepEqual(await slotRow(), [], 'every slot free at the end');
 });
 
-test('capped queue: a job started in a freed slot that cannot be moved to it (its predecessor lost its lease, the slot went to another claimer) is aborted and failed with SlotLost, then retried', async () => {
+test('capped queue: a job started in a freed slot that cannot be moved to it (its predecessor lost its lease, the slot went to another claimer) is aborted, failed with SlotLost once its handler returns, then retried', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();
   await sluice.queues.put(q, { concurrency: 1, maxAttempts: 2, leaseSeconds: 600, backoff: { baseMs: 1, maxMs: 1, jitter: 0 } });
@@ -251,6 +251,7 @@ test('capped queue: a job started in a freed slot that cannot be moved to it (it
   const starts: number[] = [];
   let abortedWith: unknown = null;
   let elsewhere: { id: string; leaseToken: string } | undefined;
+  let failureWhileRunning: string | null | undefined;
   const worker = sluice.work(q, { concurrency: 1, prefetch: 1 }, async (job, { signal }) => {
     const n = job.data as number;
     starts.push(n);
@@ -266,6 +267,11 @@ test('capped queue: a job started in a freed slot that cannot be moved to it (it
       abortedWith = signal.reason;
       // The other claimer finishes: the slot is free for the retry.
       await sluice.complete(elsewhere!.id, elsewhere!.leaseToken);
+      // Aborted, but still running: the job keeps its lease until this handler returns.
+      // (Written at once, the failure would land within a round trip or two; 2 s of
+      // watching is a bound for that, not a wait for anything that has to happen.)
+      // (Its state alone would not tell: failed, it may be claimed again at once.)
+      failureWhileRunning = await waitFor(async () => (await sluice.get(job.id))?.errors[0]?.name, { timeoutMs: 2_000 }).catch(() => null);
     }
   });
   await waitFor(async () => {
@@ -275,6 +281,7 @@ test('capped queue: a job started in a freed slot that cannot be moved to it (it
   await worker.stop();
   assert.ok(elsewhere, 'the other claimer got the freed slot');
   assert.ok(abortedWith instanceof LeaseLostError, `aborted with ${String(abortedWith)}`);
+  assert.equal(failureWhileRunning, null, 'failed only once its handler returned');
   assert.equal(starts[2], 3);
   assert.equal(starts.filter((n) => n === 3).length, 2, 'job 3 ran again after its failed attempt');
   const third = (await sluice.pool.query('SELECT id::text FROM sluice.job WHERE queue = $1 AND data = $2', [q, 3])).rows[0].id;

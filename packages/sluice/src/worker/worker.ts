@@ -95,7 +95,11 @@ interface Running extends Leased {
   claimGroup: LeaseGroup | null;
   /** Index in `Worker.running`; -1 once the job is out of it. */
   at: number;
+  /** Its move failed: the attempt is failed as SlotLost once the handler has returned. */
+  slotLost: boolean;
 }
+
+const SLOT_LOST = { name: 'SlotLost', message: 'started in a cap slot that could not be kept (the job that held it had lost its lease)' };
 
 /**
  * What a handler gets besides its job. A class, not an object literal with a getter: a
@@ -399,8 +403,9 @@ export class Worker {
    * The moves of jobs started in slots in hand are written. A job whose move failed (its
    * slot's job had lost its lease and no slot was free, or it was itself cancelled or
    * swept) runs in a slot the table no longer counts: it is stopped, and failed with the
-   * reason (its attempt counts, as for a lease that ran out; a fence keeps a cancelled job
-   * cancelled).
+   * reason once its handler has returned (its attempt counts, as for a lease that ran
+   * out; a fence keeps a cancelled job cancelled). Until then the job keeps its lease, so
+   * its key's room stays taken while its code may still run.
    */
   private onMoved(moves: Move[], moved: Set<string>): void {
     const handedOver = new Map<string, Running>();
@@ -419,13 +424,9 @@ export class Worker {
         const reason = new LeaseLostError(m.id);
         this.deps.logger.warn({ queue: this.queue, jobId: m.id }, 'sluice: a job started in a freed cap slot could not keep it; stopped');
         entry.released = true;
+        entry.slotLost = true;
         releaseLease(entry);
         entry.abort.abort(reason);
-        this.completer.fail({
-          id: m.id,
-          token: m.token,
-          error: { name: 'SlotLost', message: 'started in a cap slot that could not be kept (the job that held it had lost its lease)' },
-        });
       }
     }
   }
@@ -450,6 +451,7 @@ export class Worker {
       handedOver: slotDeadline !== Infinity,
       claimGroup: null,
       at: -1,
+      slotLost: false,
     };
     if (slotDeadline < group.deadline) {
       extendLease(entry, slotDeadline - performance.now());
@@ -493,6 +495,7 @@ export class Worker {
     } catch (err) {
       if (!entry.released) this.completer.fail({ id: job.id, token, error: errorRecord(err) });
     } finally {
+      if (entry.slotLost) this.completer.fail({ id: job.id, token, error: SLOT_LOST });
       const ms = performance.now() - started;
       this.handlerMs = ewma(this.handlerMs, ms);
       this.aheadPaused = false;
