@@ -77,10 +77,7 @@ export class Completer {
   /** Buffer a completion; it is written by the next claim or by `flushSoon()`. */
   complete(c: Completion): void {
     this.completions.push(c);
-    if (c.slotDeadline !== undefined) {
-      this.slotted++;
-      if (c.slotDeadline < this.slotDeadline) this.slotDeadline = c.slotDeadline;
-    }
+    this.countSlot(c);
   }
 
   /** Slots of buffered completions not yet taken over by a waiting job. */
@@ -124,11 +121,13 @@ export class Completer {
   private recount(): void {
     this.slotted = 0;
     this.slotDeadline = Infinity;
-    for (const c of this.completions) {
-      if (c.slotDeadline === undefined) continue;
-      this.slotted++;
-      if (c.slotDeadline < this.slotDeadline) this.slotDeadline = c.slotDeadline;
-    }
+    for (const c of this.completions) this.countSlot(c);
+  }
+
+  private countSlot(c: Completion): void {
+    if (c.slotDeadline === undefined) return;
+    this.slotted++;
+    if (c.slotDeadline < this.slotDeadline) this.slotDeadline = c.slotDeadline;
   }
 
   /** Write whatever is buffered, soon. */

@@ -158,7 +158,8 @@ export async function analyze(c: pg.Client, input: AnalyzeInput): Promise<ChaosR
       keyEdges.get(jobKey)!.push([run.start, 1], [end, -1]);
     }
   }
-  const maxOverlap = peak(edges).max;
+  const overall = peak(edges);
+  const maxOverlap = overall.max;
   let maxKeyOverlap = 0;
   let worstKey: { key: string; at: bigint } | null = null;
   for (const [key, e] of keyEdges) {
@@ -172,7 +173,7 @@ export async function analyze(c: pg.Client, input: AnalyzeInput): Promise<ChaosR
   let overlapAtPeak: OpenRun[] | undefined;
   const keyBroken = input.perKeyLimit !== null && maxKeyOverlap > input.perKeyLimit && worstKey;
   if (keyBroken || maxOverlap > input.cap) {
-    const at = keyBroken ? worstKey!.at : peak(edges).at;
+    const at = keyBroken ? worstKey!.at : overall.at;
     const origin = spans.reduce((min, r) => (r.start < min ? r.start : min), spans[0]!.start);
     const ms = (t: bigint) => Number(t - origin) / 1e6;
     overlapAtPeak = spans
