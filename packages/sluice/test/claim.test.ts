@@ -451,6 +451,51 @@ test('cap slots: a flush and a move that lock the same waiting jobs take them in
   assert.equal((await sluice.stats(q)).completed, 4);
 });
 
+test('cap slots: a completion that waited for the statement moving its job into a slot frees that slot, and a job waiting behind it can take it', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 1 });
+  await sluice.sendMany(q, Array.from({ length: 4 }, (_, i) => ({ data: i })));
+  type Leased = { id: string; token: string; slot: number };
+  const [a, w, c] = (await sluice.pool.query("SELECT id::text, lease_token AS token, slot FROM sluice.claim($1, 1, 'w', NULL, 2) ORDER BY slot DESC, id", [q])).rows as [Leased, Leased, Leased];
+  assert.deepEqual([a.slot, w.slot, c.slot], [1, 0, 0]);
+  const completeAndMove = (client: { query: typeof sluice.pool.query }, done: Leased[], move: Leased[]) =>
+    client.query(
+      "SELECT completed, moved FROM sluice.complete_and_claim($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, 0, 'w', 0, $5::bigint[], $6::uuid[])",
+      [done.map((j) => j.id), done.map((j) => j.token), done.map(() => 'null'), q, move.map((j) => j.id), move.map((j) => j.token)],
+    );
+
+  // w started in a's slot (hand-over) and ended at once; c started in the slot w left in
+  // hand. The statement moving a's slot to w is still open when the next one, completing
+  // w and moving its slot to c, reads the table: it waits for w's row, and must then see
+  // the slot the first one gave w, although w had none when it started.
+  const mover = await sluice.pool.connect();
+  const next = await sluice.pool.connect();
+  try {
+    await mover.query('BEGIN');
+    const first = (await completeAndMove(mover, [a], [w])).rows[0];
+    assert.deepEqual([first.completed.map(String), first.moved.map(String)], [[a.id], [w.id]]);
+    const nextPid = (await next.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    const second = completeAndMove(next, [w], [c]);
+    const outcome = second.then(() => 'done', (err: Error) => err.message);
+    await waitFor(async () => (await sluice.pool.query('SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1', [nextPid])).rows[0]?.wait_event_type === 'Lock', {
+      message: "the second statement waits for w's row",
+    });
+    await mover.query('COMMIT');
+    assert.equal(await outcome, 'done');
+    const { completed, moved } = (await second).rows[0];
+    assert.deepEqual(completed.map(String), [w.id]);
+    assert.deepEqual(moved.map(String), [c.id], "c takes over the slot w held: the cap has room for it");
+  } finally {
+    mover.release();
+    next.release();
+  }
+  const { rows: held } = await sluice.pool.query('SELECT n, job_id::text AS job FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [q]);
+  assert.deepEqual(held, [{ n: 1, job: c.id }], 'the one slot is held by c, not left with the completed w');
+  await sluice.complete(c.id, c.token, null);
+  assert.equal((await sluice.claim(q)).length, 1, 'with c done, the slot is free for the last job');
+});
+
 test('plans a connection cached while its queues were empty stay primary-key and ready-index reads once they hold 20,000 jobs (moves included)', async () => {
   // The hot path keeps one generic plan per statement for the life of a connection
   // (migration 0009): a plan made on an empty table, without statistics, must not turn
