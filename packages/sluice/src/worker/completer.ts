@@ -13,6 +13,12 @@
  * Batches go out in id order, the order moves lock their jobs in (migration 0013): a
  * flush and a statement carrying moves may lock the same jobs at once, and must not
  * take them in opposite orders.
+ * The worker's claims and the completer's flushes overlap, so two batches can be in
+ * flight at once. A job started by hand-over that ends while the statement carrying its
+ * move is in flight holds back every completion (and move) until that statement is
+ * over: written in a statement of its own, its completion could take its row before the
+ * move did, find no slot to pass on, and fail the job that took its place as SlotLost.
+ * A batch is put back only if its own statement failed.
  * A flush that fails (database unreachable) keeps its results and retries with backoff;
  * if the lease runs out meanwhile, the sweeper retries the job and the late result is
  * fenced out, never applied twice.
@@ -65,6 +71,8 @@ export class Completer {
   private slotted = 0;
   private slotDeadline = Infinity;
   private failures: Failure[] = [];
+  /** Jobs whose moves are in a statement in flight. */
+  private readonly moving = new Set<string>();
   private flushing: Promise<void> | null = null;
   private failuresInARow = 0;
 
@@ -95,18 +103,30 @@ export class Completer {
   }
 
   /**
-   * Hand the buffered completions (and moves) to a claim that writes them itself. With
-   * moves, every completion goes: a move needs its slot's completion in the same statement.
+   * Hand the buffered completions (and moves) to a statement that writes them: a claim,
+   * or a flush. With moves, every completion goes: a move needs its slot's completion in
+   * the same statement. Nothing goes while a completion waits for its job's move in flight;
+   * the statement's end (`written`, `putBack`) lets it go.
    */
   takeBatch(): Batch {
+    if (this.moving.size > 0 && this.completions.some((c) => this.moving.has(c.id))) return { completions: [], moves: [] };
     const completions = this.moves.length > 0 ? this.completions.splice(0) : this.completions.splice(0, MAX_BATCH);
     const moves = this.moves.splice(0);
+    for (const m of moves) this.moving.add(m.id);
     this.recount();
     return { completions: completions.sort(byId), moves };
   }
 
+  /** A batch's statement is over: `done` completions matched their leases, `moved` jobs hold their slots. */
+  written(batch: Batch, done: Set<string>, moved: Set<string>): void {
+    for (const m of batch.moves) this.moving.delete(m.id);
+    this.settle(batch.completions, done);
+    if (batch.moves.length > 0) this.events.moved(batch.moves, moved);
+  }
+
   /** Give back what a fused claim could not write; it is flushed on its own. */
   putBack(batch: Batch): void {
+    for (const m of batch.moves) this.moving.delete(m.id);
     this.restore(batch);
     this.schedule();
   }
@@ -135,8 +155,7 @@ export class Completer {
     if (this.pending > 0) this.schedule();
   }
 
-  /** Report the outcome of completions written elsewhere: `done` are the ids that matched. */
-  settle(batch: Completion[], done: Set<string>): void {
+  private settle(batch: Completion[], done: Set<string>): void {
     if (done.size) this.events.completed([...done]);
     const lost = batch.filter((c) => !done.has(c.id)).map((c) => c.id);
     if (lost.length) this.events.lost(lost);
@@ -166,13 +185,20 @@ export class Completer {
     while (this.pending > 0) {
       const batch = this.takeBatch();
       const failures = this.failures.splice(0, MAX_BATCH).sort(byId);
-      try {
-        await Promise.all([this.writeCompletions(batch), this.writeFailures(failures)]);
-        this.failuresInARow = 0;
-      } catch (err) {
-        // Put them back in front and retry after a pause; nothing is dropped.
+      // Held back behind a move in flight in a claim: the claim's end writes them.
+      if (batch.completions.length + batch.moves.length + failures.length === 0) break;
+      // Two statements: what one wrote stays written if the other fails.
+      const [completed, failed] = await Promise.allSettled([this.writeCompletions(batch), this.writeFailures(failures)]);
+      if (completed.status === 'rejected') {
+        for (const m of batch.moves) this.moving.delete(m.id);
         this.restore(batch);
-        this.failures.unshift(...failures);
+      }
+      if (failed.status === 'rejected') this.failures.unshift(...failures);
+      if (completed.status === 'fulfilled' && failed.status === 'fulfilled') {
+        this.failuresInARow = 0;
+      } else {
+        // Put them back in front and retry after a pause; nothing is dropped.
+        const err = completed.status === 'rejected' ? completed.reason : (failed as PromiseRejectedResult).reason;
         this.failuresInARow++;
         this.events.error(err);
         if (this.failuresInARow > 8) {
@@ -204,8 +230,7 @@ export class Completer {
         moves.map((m) => m.id),
         moves.map((m) => m.token),
       ]);
-      this.settle(batch, new Set<string>((row?.completed ?? []).map(String)));
-      this.events.moved(moves, new Set<string>((row?.moved ?? []).map(String)));
+      this.written({ completions: batch, moves }, new Set<string>((row?.completed ?? []).map(String)), new Set<string>((row?.moved ?? []).map(String)));
       return;
     }
     if (batch.length === 0) return;

@@ -317,9 +317,8 @@ export class Worker {
           [...moves.map((m) => m.token), ...promotions.map((c) => c.row.lease_token)],
         ]);
         const first = result[0];
-        this.completer.settle(completions, new Set<string>((first?.completed ?? []).map(String)));
         const moved = new Set<string>((first?.moved ?? []).map(String));
-        if (moves.length > 0) this.onMoved(moves, moved);
+        this.completer.written(batch, new Set<string>((first?.completed ?? []).map(String)), moved);
         let promoted = 0;
         for (const c of promotions) {
           c.promoting = false;
