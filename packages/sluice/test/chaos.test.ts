@@ -19,5 +19,6 @@ test('worker death storm: 0 lost, 0 stale completions, the global and per-key ca
   assert.ok(report.maxKeyOverlap <= report.perKeyLimit!, `handlers of one key holding a lease at once: ${report.maxKeyOverlap} ≤ ${report.perKeyLimit}`);
   assert.ok(report.maxKeyOverlap >= 1);
   assert.equal(report.activeAtEnd, 0, 'nothing stuck active after the final sweep');
+  assert.equal(report.slotsHeldAtEnd, 0, 'every cap slot is free again: none was kept by a job that ended');
   assert.equal(report.orphanRuns, 0, 'every handler run ended, was killed, or had its lease swept');
 });

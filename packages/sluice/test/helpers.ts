@@ -78,3 +78,28 @@ export function manualClock(start = new Date('2030-01-01T00:00:00Z')) {
     },
   };
 }
+
+/**
+ * A queue's jobs by state, for a wait's failure message: how many, their attempts, and
+ * when the earliest and latest are due relative to the database's clock (a pending job
+ * due later than a worker's last claim explains a stall).
+ */
+export async function queueState(db: { query: pg.Client['query'] } | string, queue: string): Promise<unknown[]> {
+  let client: pg.Client | null = null;
+  if (typeof db === 'string') {
+    client = new pg.Client({ connectionString: db });
+    await client.connect();
+  }
+  try {
+    const { rows } = await (client ?? (db as pg.Client)).query(
+      `SELECT state::text, slot, count(*)::int AS n, max(attempts) AS max_attempts,
+              round(extract(epoch FROM min(run_at) - now())::numeric, 2) AS first_due_s,
+              round(extract(epoch FROM max(run_at) - now())::numeric, 2) AS last_due_s
+       FROM sluice.job WHERE queue = $1 GROUP BY 1, 2 ORDER BY 1, 2`,
+      [queue],
+    );
+    return rows;
+  } finally {
+    await client?.end();
+  }
+}

@@ -6,16 +6,25 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { skipWithoutPgBouncer, startPgBouncer, waitFor } from '@sluice/testkit';
 import { QueueFullError, Sluice } from '../src/index.js';
-import { afterAll, memoryLogger, sqlClient, testDatabase, uniqueQueue } from './helpers.js';
+import { afterAll, memoryLogger, queueState, sqlClient, testDatabase, uniqueQueue, type LogRecord } from './helpers.js';
 
 const skip = skipWithoutPgBouncer();
+
+const logs = new WeakMap<Sluice, LogRecord[]>();
+
+/** An instance's last warnings, for a wait's failure message. */
+function warnings(sluice: Sluice): string[] {
+  return (logs.get(sluice) ?? []).filter((r) => r.level !== 'debug').slice(-5).map((r) => `${r.msg} ${JSON.stringify(r.obj).slice(0, 300)}`);
+}
 
 async function behindBouncer(n: number, { schema }: { schema?: string } = {}) {
   const db = await testDatabase();
   const bouncer = await startPgBouncer(db.url, { poolSize: 3 });
   afterAll(() => bouncer.stop());
   return Array.from({ length: n }, (_, i) => {
-    const sluice = new Sluice({ connectionString: bouncer.url, schema, notify: false, maxPoolSize: 6, logger: memoryLogger(), applicationName: `bouncer-${i}` });
+    const logger = memoryLogger();
+    const sluice = new Sluice({ connectionString: bouncer.url, schema, notify: false, maxPoolSize: 6, logger, applicationName: `bouncer-${i}` });
+    logs.set(sluice, logger.records);
     afterAll(() => sluice.close({ timeoutMs: 5000 }));
     return sluice;
   });
@@ -38,14 +47,21 @@ test('PgBouncer, transaction mode: send, claim, complete, retries and an exact c
     if ((job.data as number) % 5 === 0 && attempts.get(job.id) === 1) throw new Error('first attempt fails');
   };
   const workers = [a!, b!].map((s) => s.work(q, { concurrency: 3, pollIntervalMs: 50 }, handler));
-  await waitFor(async () => (await a!.stats(q)).completed === 120, { timeoutMs: 120_000, message: '120 completed behind the bouncer' });
+  await waitFor(async () => (await a!.stats(q)).completed === 120, {
+    timeoutMs: 120_000,
+    message: '120 completed behind the bouncer',
+    detail: async () => ({ jobs: await queueState((await testDatabase()).url, q), running, logged: [a!, b!].map(warnings) }),
+  });
   await Promise.all(workers.map((w) => w.stop()));
   assert.ok(peak <= 3, `the cap of 3 held across both instances (peak ${peak})`);
   assert.ok(peak >= 2, `and was used (peak ${peak})`);
+  const held = await (await sqlClient()).query('SELECT count(*)::int AS n FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [q]);
+  assert.equal(held.rows[0].n, 0, 'with every job done, every slot is free: none was kept by a job that ended');
   for (const { id } of sent) {
     const job = await b!.get(id);
     assert.equal(job?.state, 'completed');
-    assert.equal(job?.attempts, (job?.data as number) % 5 === 0 ? 2 : 1);
+    // Every attempt's error is kept: a failure says which attempt was extra, and why.
+    assert.equal(job?.attempts, (job?.data as number) % 5 === 0 ? 2 : 1, `attempts of job ${id}, errors: ${JSON.stringify(job?.errors)}`);
   }
 });
 

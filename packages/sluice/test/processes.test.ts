@@ -128,6 +128,8 @@ test('exact global cap: 7 processes × 20 local slots against a cap of 40; overl
   // loaded cores (once 30 with the handlers at 40), so it need only show the count it
   // reads is the cap's: at least half of it.
   assert.ok(sampledPeak <= 40 && sampledPeak >= 20, `sampled active count ${sampledPeak}`);
+  const held = await client.query('SELECT count(*)::int AS n FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [q]);
+  assert.equal(held.rows[0].n, 0, 'with every job done, every slot is free: none was kept by a job that ended');
 });
 
 test('exact per-key cap: 5 processes × 10 local slots, perKeyConcurrency 2 over 6 keys; no key ever runs more than 2, and the keys reach 2', async () => {

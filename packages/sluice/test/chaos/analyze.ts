@@ -34,6 +34,8 @@ export interface ChaosReport {
   perKeyLimit: number | null;
   /** Jobs still active after the final sweep. */
   activeAtEnd: number;
+  /** Cap slots still held by the run's jobs at the end, when none runs: slots lost for good. */
+  slotsHeldAtEnd: number;
   /** Handler runs that neither finished, nor belonged to a killed worker, nor were swept. */
   orphanRuns: number;
   durationMs: number;
@@ -199,6 +201,7 @@ export async function analyze(c: pg.Client, input: AnalyzeInput): Promise<ChaosR
     [input.ids],
   );
   const { completed, dead, active } = rows[0];
+  const held = await c.query('SELECT count(*)::int AS n FROM sluice.slot WHERE job_id = ANY($1::bigint[])', [input.ids]);
   return {
     jobs: input.ids.length,
     workers: input.workers,
@@ -218,6 +221,7 @@ export async function analyze(c: pg.Client, input: AnalyzeInput): Promise<ChaosR
     maxKeyOverlap,
     perKeyLimit: input.perKeyLimit,
     activeAtEnd: active,
+    slotsHeldAtEnd: held.rows[0].n,
     orphanRuns,
     durationMs: Math.round(input.durationMs),
     jobsPerSecond: Math.round((input.ids.length / input.durationMs) * 1000),
