@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { waitFor } from '@sluice/testkit';
 import { Sluice } from '../src/index.js';
-import { afterAll, makeSluice, memoryLogger, sqlClient, uniqueQueue } from './helpers.js';
+import { afterAll, makeSluice, memoryLogger, queueState, sqlClient, uniqueQueue } from './helpers.js';
 import { startOwnServer } from './fixtures/embedded-server.js';
 
 const HOUR_MS = 3_600_000;
@@ -52,8 +52,12 @@ test('database unreachable for 6 s: sends refused, nothing claimed; workers back
   afterAll(() => producer.close({ timeoutMs: 5000 }));
   const q = 'outage';
   // A short lease and a sweeping worker: a result the worker gives up writing during the
-  // outage is retried after its lease, instead of after the default 10 minutes.
-  await producer.queues.put(q, { concurrency: 5, maxPending: 10_000, leaseSeconds: 5 });
+  // outage is retried after its lease, instead of after the default 10 minutes. Retried
+  // at once (no backoff): a swept job is due when the sweep's notification (or the
+  // listener's reconnect) wakes the worker. With a backoff it would be due later, and a
+  // worker that had drained the queue in between would find it only at its next poll, an
+  // hour away (a stall seen once on a loaded machine, when the server came back late).
+  await producer.queues.put(q, { concurrency: 5, maxPending: 10_000, leaseSeconds: 5, backoff: { baseMs: 0, maxMs: 0 } });
   worker.startMaintenance({ intervalMs: 500 });
   const fenced = new Set<string>();
   worker.on('lease-lost', (e: { ids: string[] }) => e.ids.forEach((id) => fenced.add(id)));
@@ -82,7 +86,11 @@ test('database unreachable for 6 s: sends refused, nothing claimed; workers back
   assert.ok(runs.size <= ranAtStop + 10, `no job claimed while the database was down (${runs.size - ranAtStop} started from hand)`);
   await server.start();
 
-  await waitFor(async () => (await producer.stats(q)).completed === 200, { timeoutMs: 120_000, message: 'the 200 jobs finished after the outage' });
+  await waitFor(async () => (await producer.stats(q)).completed === 200, {
+    timeoutMs: 120_000,
+    message: 'the 200 jobs finished after the outage',
+    detail: () => queueState(server.url, q),
+  });
   // The listener is back (it LISTENs again); a job sent now is heard, not polled.
   const admin = await import('pg').then(({ default: pg }) => new pg.Client({ connectionString: server.url }));
   await admin.connect();
