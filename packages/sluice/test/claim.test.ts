@@ -81,7 +81,7 @@ test('fencing: a worker whose lease was swept cannot complete, fail or heartbeat
   await sluice.heartbeat(a.id, a.leaseToken); // A may extend while it holds the lease
   clock.advance(31_000);
   const tick = await sluice.runMaintenance();
-  assert.deepEqual(tick, { ran: true, swept: 1, dead: 0, scheduled: 0, pruned: 0 });
+  assert.deepEqual(tick, { ran: true, swept: 1, dead: 0, slotsFreed: 0, scheduled: 0, pruned: 0 });
   const [b] = await sluice.claim(q, { workerId: 'B' });
   assert.ok(b);
   assert.equal(b.id, id);
@@ -110,10 +110,42 @@ test('sweeper sends an expired job with no attempts left to dead, and frees its 
   assert.equal((await sluice.claim(q, { max: 5 })).length, 1);
   assert.equal((await sluice.claim(q, { max: 5 })).length, 0, 'the cap of 1 is held');
   clock.advance(6000);
-  assert.deepEqual(await sluice.runMaintenance(), { ran: true, swept: 1, dead: 1, scheduled: 0, pruned: 0 });
+  assert.deepEqual(await sluice.runMaintenance(), { ran: true, swept: 1, dead: 1, slotsFreed: 0, scheduled: 0, pruned: 0 });
   assert.equal((await sluice.get(first.id))?.state, 'dead');
   assert.equal(dead.length, 1);
   assert.equal((await sluice.claim(q, { max: 5 })).length, 1, 'the slot was freed');
+});
+
+test('the tick frees a cap slot held by a job that is not running it (finished, gone, or holding another slot), and leaves held slots alone', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 4 });
+  const sent = await sluice.sendMany(q, Array.from({ length: 6 }, (_, i) => ({ data: i })));
+  const claimed = await sluice.claim(q, { max: 2 });
+  assert.equal(claimed.length, 2);
+  const [running, done] = claimed as [(typeof claimed)[0], (typeof claimed)[0]];
+  await sluice.complete(done.id, done.leaseToken, null);
+  const held = async () =>
+    (await sluice.pool.query('SELECT n, job_id::text AS job FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL ORDER BY n', [q])).rows as { n: number; job: string }[];
+  const [own] = await held();
+  assert.deepEqual(own, { n: (await sluice.pool.query('SELECT slot FROM sluice.job WHERE id = $1', [running.id])).rows[0].slot, job: running.id });
+  // Three slots left behind, as a fault would leave them: by the completed job, by a job
+  // that no longer exists, and by the running job, which holds another slot.
+  const free = (await sluice.pool.query('SELECT n FROM sluice.slot WHERE queue = $1 AND job_id IS NULL ORDER BY n', [q])).rows.map((r) => r.n as number);
+  assert.equal(free.length, 3);
+  await sluice.pool.query('UPDATE sluice.slot SET job_id = v.job FROM (VALUES ($2::int, $3::bigint), ($4, 999999999), ($5, $6)) v(n, job) WHERE queue = $1 AND slot.n = v.n', [
+    q, free[0], done.id, free[1], free[2], running.id,
+  ]);
+  assert.equal((await sluice.claim(q, { max: 5 })).length, 0, 'the stray slots fill the cap');
+
+  const tick = await sluice.runMaintenance();
+  assert.equal(tick.slotsFreed, 3);
+  assert.deepEqual(await held(), [own], "only the running job's own slot is still held");
+  const warning = sluice.log.find((r) => r.msg === 'sluice: freed cap slots held by jobs no longer running them');
+  assert.deepEqual((warning?.obj as { slots: { jobId: string }[] }).slots.map((s) => s.jobId).sort(), [done.id, '999999999', running.id].sort());
+  assert.equal((await sluice.claim(q, { max: 5 })).length, 3, 'the cap has its room back');
+  assert.equal((await sluice.runMaintenance()).slotsFreed, 0, 'slots held by running jobs are left alone');
+  assert.equal(sent.length, 6);
 });
 
 test('fairness: with perKeyConcurrency 1, keys B and C start in the first claim round although A has 1,000 jobs queued first', async () => {
@@ -725,7 +757,7 @@ test('maintenance: a tick never overlaps itself, and runs in one process at a ti
   await other.query('BEGIN');
   await other.query("SELECT pg_advisory_xact_lock(hashtext('sluice.maintenance'))");
   try {
-    assert.deepEqual(await sluice.runMaintenance(), { ran: false, skipped: 'locked', swept: 0, dead: 0, scheduled: 0, pruned: 0 });
+    assert.deepEqual(await sluice.runMaintenance(), { ran: false, skipped: 'locked', swept: 0, dead: 0, slotsFreed: 0, scheduled: 0, pruned: 0 });
   } finally {
     await other.query('ROLLBACK');
   }

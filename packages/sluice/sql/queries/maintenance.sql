@@ -52,6 +52,28 @@ WITH expired AS (
 )
 SELECT s.* FROM swept s, (SELECT count(*) FROM woken) w;
 
+-- name: SlotFreeStray
+-- A cap slot is held by an active job of its queue whose `slot` names it: every statement
+-- writes both sides in one transaction, so a snapshot sees them agree. A slot whose
+-- holder is gone, finished, or names another slot was left behind by a fault, and would
+-- keep the queue's cap one lower for good: freed, fenced on the holder seen (a slot
+-- freed and taken again meanwhile is left to its new holder), and its queue woken.
+WITH stray AS (
+  SELECT s.queue, s.n, s.job_id
+  FROM :SCHEMA.slot s
+  LEFT JOIN :SCHEMA.job j ON j.id = s.job_id
+  WHERE s.job_id IS NOT NULL
+    AND (j.id IS NULL OR j.state <> 'active' OR j.queue <> s.queue OR j.slot IS DISTINCT FROM s.n)
+), freed AS (
+  UPDATE :SCHEMA.slot s SET job_id = NULL
+  FROM stray t
+  WHERE s.queue = t.queue AND s.n = t.n AND s.job_id = t.job_id
+  RETURNING s.queue, s.n, t.job_id
+), woken AS (
+  SELECT pg_notify(':CHANNEL', f.queue) FROM (SELECT DISTINCT queue FROM freed) f WHERE $1::boolean
+)
+SELECT f.queue, f.n, f.job_id::text AS job_id FROM freed f, (SELECT count(*) FROM woken) w;
+
 -- name: JobDeleteFinished
 -- Retention: delete a batch of finished jobs of one queue and state older than the cutoff.
 DELETE FROM :SCHEMA.job

@@ -1,6 +1,6 @@
 /**
- * The maintenance tick: sweep expired leases, enqueue due cron slots, prune finished
- * jobs past their retention.
+ * The maintenance tick: sweep expired leases, free cap slots a fault left behind, enqueue
+ * due cron slots, prune finished jobs past their retention.
  *
  * Two guards make a tick safe to run from every process:
  *  - an overlap guard in the process: a tick that starts while the previous one is still
@@ -27,6 +27,8 @@ export interface TickResult {
   swept: number;
   /** Of those, the ones that went to dead. */
   dead: number;
+  /** Cap slots held by jobs no longer running them (left behind by a fault), freed. */
+  slotsFreed: number;
   /** Jobs enqueued for due cron slots. */
   scheduled: number;
   /** Finished jobs deleted or archived by retention. */
@@ -43,7 +45,7 @@ export interface MaintenanceDeps {
 
 const SWEEP_BATCH = 500;
 const MAX_SWEEP_BATCHES = 20;
-const NOT_RUN = { swept: 0, dead: 0, scheduled: 0, pruned: 0 };
+const NOT_RUN = { swept: 0, dead: 0, slotsFreed: 0, scheduled: 0, pruned: 0 };
 
 export class Maintenance {
   private ticking = false;
@@ -103,11 +105,12 @@ export class Maintenance {
       }
       try {
         const swept = await this.sweep();
+        const slotsFreed = await this.freeStraySlots();
         // A slot missed by more than two ticks is an outage, as far as `catchUp: none` goes.
         const graceMs = Math.max(60_000, 2 * this.intervalMs);
         const scheduled = await enqueueDueSlots(db, this.deps.now(), graceMs, this.deps.logger);
         const pruned = await pruneFinished(db, this.deps.now());
-        return { ran: true, ...swept, scheduled, pruned };
+        return { ran: true, ...swept, slotsFreed, scheduled, pruned };
       } finally {
         await db.run('MaintenanceUnlock', [], lockHolder).catch((err) => (broken = err));
         await lockHolder.query('COMMIT').catch((err) => (broken ??= err));
@@ -120,6 +123,19 @@ export class Maintenance {
       // server connection left mid-transaction) drops the lock with it.
       holder.release(broken);
     }
+  }
+
+  /**
+   * Every slot is freed by the statement that ends its job; one that was not (a fault,
+   * or a hand edit) would lower its queue's cap for good. A warning: it should not happen.
+   */
+  private async freeStraySlots(): Promise<number> {
+    const rows = await this.deps.db.run('SlotFreeStray', [this.deps.notify]);
+    if (rows.length) {
+      const slots = rows.map((r) => ({ queue: r.queue, slot: r.n, jobId: r.job_id }));
+      this.deps.logger.warn({ slots }, 'sluice: freed cap slots held by jobs no longer running them');
+    }
+    return rows.length;
   }
 
   private async sweep(): Promise<{ swept: number; dead: number }> {
