@@ -15,16 +15,18 @@ SELECT m.id
    FOR UPDATE SKIP LOCKED;
 
 -- name: PickMissionWaiting
--- When every candidate is locked by a serve in flight, wait for the first one instead
--- of reporting an empty pool: after the lock holder commits, the row is re-checked
--- (it may have just retired).
+-- When every candidate is locked by a serve in flight, wait for one instead of reporting
+-- an empty pool: after the lock holder commits, the row is re-checked (it may have just
+-- retired) and, if it no longer qualifies, the next is tried, its lock kept meanwhile.
+-- So the rows are tried in id order, the same in every transaction: in the order of what
+-- each had seen served, two waiting serves could each keep a row the other waits for.
 SELECT m.id
   FROM missions.mission m
  WHERE m.domain = ANY ($1::text[])
    AND m.qa_status = 'approved'
    AND m.retired_at IS NULL
    AND NOT EXISTS (SELECT 1 FROM missions.instance i WHERE i.mission_id = m.id AND i.user_id = $2)
- ORDER BY m.serve_count, m.created_at, m.id
+ ORDER BY m.id
  LIMIT 1
    FOR UPDATE;
 

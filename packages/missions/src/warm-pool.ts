@@ -13,15 +13,18 @@ import { instanceFromRow } from './rows.js';
 import type { Instance } from './types.js';
 
 const UNIQUE_VIOLATION = '23505';
+const DEADLOCK_DETECTED = '40P01';
 
 export async function serveFromPool(pool: pg.Pool, userId: string, domains: string[]): Promise<Instance | null> {
-  // A unique violation can only come from a race the user lock already prevents; one
-  // retry is the belt to its braces.
+  // A unique violation can only come from a race the user lock already prevents, and a
+  // deadlock from one the lock order below prevents; the transaction was rolled back
+  // whole, so a retry is the belt to those braces.
   for (let attempt = 1; ; attempt++) {
     try {
       return await serveOnce(pool, userId, domains);
     } catch (error) {
-      if ((error as { code?: string }).code !== UNIQUE_VIOLATION || attempt >= 2) throw error;
+      const code = (error as { code?: string }).code;
+      if ((code !== UNIQUE_VIOLATION && code !== DEADLOCK_DETECTED) || attempt >= 3) throw error;
     }
   }
 }
@@ -54,14 +57,28 @@ async function serveOnce(pool: pg.Pool, userId: string, domains: string[]): Prom
  * flight, though those missions may still have serves left; so then wait for one, and
  * give up only when no candidate exists at all. Each statement sees a fresh snapshot
  * (READ COMMITTED), and each round ends with a row or a mission fewer (it retired).
+ *
+ * Locks and deadlocks: a row that either statement locks and then finds changed and no
+ * longer a candidate (it just retired) stays locked to the end of the (sub)transaction,
+ * and the statement goes on to the next row. The waiting statement takes rows in id
+ * order, so a serve waits only while holding lower ids; a serve that has its mission
+ * waits for no other. Each statement runs in a savepoint, rolled back when it found
+ * nothing, so no lock kept from an earlier statement breaks that order.
  */
 async function pickMission(client: pg.PoolClient, userId: string, domains: string[]): Promise<string | null> {
   for (;;) {
-    const free = await client.query<{ id: string }>(sql('PickMission'), [domains, userId]);
-    if (free.rows[0]) return free.rows[0].id;
-    const waited = await client.query<{ id: string }>(sql('PickMissionWaiting'), [domains, userId]);
-    if (waited.rows[0]) return waited.rows[0].id;
+    const free = await pickIn(client, 'PickMission', [domains, userId]);
+    if (free !== null) return free;
+    const waited = await pickIn(client, 'PickMissionWaiting', [domains, userId]);
+    if (waited !== null) return waited;
     const any = await client.query<{ servable: boolean }>(sql('AnyServable'), [domains, userId]);
     if (!any.rows[0]!.servable) return null;
   }
+}
+
+async function pickIn(client: pg.PoolClient, query: 'PickMission' | 'PickMissionWaiting', params: unknown[]): Promise<string | null> {
+  await client.query('SAVEPOINT pick');
+  const { rows } = await client.query<{ id: string }>(sql(query), params);
+  await client.query(rows[0] ? 'RELEASE SAVEPOINT pick' : 'ROLLBACK TO SAVEPOINT pick');
+  return rows[0]?.id ?? null;
 }
