@@ -21,6 +21,7 @@ export class Metrics {
   readonly keyLimited: Counter<'queue'>;
   readonly leaseLost: Counter<'queue'>;
   readonly swept: Counter<'queue'>;
+  readonly slotsFreed: Counter<'queue'>;
   readonly runDuration: Histogram<'queue'>;
   readonly pickupDelay: Histogram<'queue'>;
   private snapshot: { at: number; rows: Promise<any[]> } | null = null;
@@ -41,6 +42,7 @@ export class Metrics {
     this.keyLimited = counter('sluice_sends_key_limited_total', 'Sends refused because the key was at its limit (HTTP 429).');
     this.leaseLost = counter('sluice_lease_lost_total', 'Results fenced out because the lease was lost.');
     this.swept = counter('sluice_jobs_swept_total', 'Expired leases swept by this process.');
+    this.slotsFreed = counter('sluice_stray_slots_freed_total', 'Cap slots held by jobs no longer running them, freed by this process (a fault: alert on any).');
     const buckets = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300];
     this.runDuration = new Histogram({ name: 'sluice_job_run_duration_seconds', help: 'Handler run time.', labelNames: ['queue'], buckets, registers });
     this.pickupDelay = new Histogram({ name: 'sluice_job_pickup_delay_seconds', help: 'Time from ready (run_at) to started.', labelNames: ['queue'], buckets, registers });

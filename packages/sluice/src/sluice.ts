@@ -2,7 +2,8 @@
  * The entry point: `new Sluice({ connectionString })`. Holds the pool, the notification
  * listener, the workers and the maintenance tick of one process, and exposes the public
  * API. Events (`sluice.on(...)`): `dead` (Job), `failed` (Job, retry scheduled),
- * `completed` ({ queue, ids }), `lease-lost` ({ queue, ids }), `swept` (Job[]).
+ * `completed` ({ queue, ids }), `lease-lost` ({ queue, ids }), `swept` (Job[]),
+ * `slots-freed` ({ queue, slot, jobId }[]).
  */
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
@@ -220,6 +221,9 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     this.on('lease-lost', (e: { queue: string; ids: string[] }) => m.leaseLost.inc({ queue: e.queue }, e.ids.length));
     this.on('swept', (jobs: Job[]) => {
       for (const job of jobs) m.swept.inc({ queue: job.queue });
+    });
+    this.on('slots-freed', (slots: { queue: string }[]) => {
+      for (const slot of slots) m.slotsFreed.inc({ queue: slot.queue });
     });
   }
 

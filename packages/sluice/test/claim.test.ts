@@ -138,8 +138,12 @@ test('the tick frees a cap slot held by a job that is not running it (finished, 
   ]);
   assert.equal((await sluice.claim(q, { max: 5 })).length, 0, 'the stray slots fill the cap');
 
+  const events: { queue: string; slot: number; jobId: string }[][] = [];
+  sluice.on('slots-freed', (slots) => events.push(slots));
   const tick = await sluice.runMaintenance();
   assert.equal(tick.slotsFreed, 3);
+  assert.deepEqual(events.flat().map((e) => [e.queue, e.jobId]).sort(), [[q, done.id], [q, '999999999'], [q, running.id]].sort());
+  assert.match(await sluice.metrics.registry.metrics(), new RegExp(`sluice_stray_slots_freed_total\\{queue="${q}"\\} 3`));
   assert.deepEqual(await held(), [own], "only the running job's own slot is still held");
   const warning = sluice.log.find((r) => r.msg === 'sluice: freed cap slots held by jobs no longer running them');
   assert.deepEqual((warning?.obj as { slots: { jobId: string }[] }).slots.map((s) => s.jobId).sort(), [done.id, '999999999', running.id].sort());

@@ -134,6 +134,7 @@ export class Maintenance {
     if (rows.length) {
       const slots = rows.map((r) => ({ queue: r.queue, slot: r.n, jobId: r.job_id }));
       this.deps.logger.warn({ slots }, 'sluice: freed cap slots held by jobs no longer running them');
+      this.deps.emit('slots-freed', slots);
     }
     return rows.length;
   }
