@@ -40,8 +40,15 @@ test('a job that ends while the statement moving a slot to it is in flight holds
   completer.complete({ id: a.id, token: a.token, result: 'null', slotDeadline });
   completer.handOver({ id: w.id, token: w.token });
   completer.flushSoon();
+  // Watched from outside the holder's transaction: inside one, pg_stat_activity is read
+  // once and kept, and would never show the wait if the first look came before it.
   await waitFor(
-    async () => (await holder.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%complete_and_claim%'")).rowCount,
+    async () =>
+      (
+        await sluice.pool.query(
+          "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%complete_and_claim%'",
+        )
+      ).rowCount,
     { message: 'the flush waits for the lock on a' },
   );
 
