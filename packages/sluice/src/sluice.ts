@@ -221,6 +221,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     this.on('lease-lost', (e: { queue: string; ids: string[] }) => m.leaseLost.inc({ queue: e.queue }, e.ids.length));
     this.on('swept', (jobs: Job[]) => {
       for (const job of jobs) m.swept.inc({ queue: job.queue });
+      for (const worker of this.workers) worker.wakeWhenDue(jobs);
     });
     this.on('slots-freed', (slots: { queue: string }[]) => {
       for (const slot of slots) m.slotsFreed.inc({ queue: slot.queue });

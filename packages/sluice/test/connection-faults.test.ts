@@ -54,9 +54,10 @@ test('database unreachable for 6 s: sends refused, nothing claimed; workers back
   // A short lease and a sweeping worker: a result the worker gives up writing during the
   // outage is retried after its lease, instead of after the default 10 minutes. Retried
   // at once (no backoff): a swept job is due when the sweep's notification (or the
-  // listener's reconnect) wakes the worker. With a backoff it would be due later, and a
-  // worker that had drained the queue in between would find it only at its next poll, an
-  // hour away (a stall seen once on a loaded machine, when the server came back late).
+  // listener's reconnect) wakes the worker, which is what this test is about. (With a
+  // backoff, a worker that had drained the queue meanwhile used to find it only at its
+  // next poll, an hour away: a stall seen once on a loaded machine. A worker now also
+  // wakes when a job its own process swept is due.)
   await producer.queues.put(q, { concurrency: 5, maxPending: 10_000, leaseSeconds: 5, backoff: { baseMs: 0, maxMs: 0 } });
   worker.startMaintenance({ intervalMs: 500 });
   const fenced = new Set<string>();

@@ -400,6 +400,38 @@ test('wake-ups: with notifications on, an idle worker picks up a new job without
   await worker.stop();
 });
 
+test('wake-ups: a job this worker failed runs again when its backoff ends, though nothing notifies and the poll is an hour away', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  // No cap: a failure sends no notification (nothing was freed).
+  await sluice.queues.put(q, { backoff: { baseMs: 300, maxMs: 300, jitter: 0 } });
+  const worker = sluice.work(q, { concurrency: 1, pollIntervalMs: 3_600_000 }, (job) => {
+    if (job.attempts === 1) throw new Error('first attempt fails');
+  });
+  const { id } = await sluice.send(q, {});
+  await waitFor(async () => (await sluice.get(id))?.state === 'completed', { timeoutMs: 30_000, message: 'the retry ran once due' });
+  await worker.stop();
+  const job = (await sluice.get(id))!;
+  assert.equal(job.attempts, 2);
+  assert.ok(job.startedAt!.getTime() - new Date(job.errors[0]!.finishedAt).getTime() >= 300, 'not before its backoff ended');
+});
+
+test('wake-ups: a job swept by this process runs again when its backoff ends; the sweep notifies before it is due and the poll is an hour away', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { leaseSeconds: 1, backoff: { baseMs: 300, maxMs: 300, jitter: 0 } });
+  const { id } = await sluice.send(q, {});
+  // Claimed by a holder that never reports back: only the sweep gives it back.
+  assert.equal((await sluice.claim(q))[0]?.id, id);
+  const ran: string[] = [];
+  const worker = sluice.work(q, { concurrency: 1, pollIntervalMs: 3_600_000 }, (job) => void ran.push(job.id));
+  await waitFor(() => worker.isIdle, { message: 'the worker found nothing and waits' });
+  await waitFor(async () => (await sluice.runMaintenance()).swept === 1, { timeoutMs: 30_000, intervalMs: 200, message: 'the lease ran out and the tick swept the job' });
+  await waitFor(() => ran.includes(id), { timeoutMs: 30_000, message: 'the swept job ran once due' });
+  await worker.stop();
+  assert.deepEqual(ran, [id]);
+});
+
 test('wake-ups: overlapping sends are announced after their commits, a few notifications for many jobs', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();

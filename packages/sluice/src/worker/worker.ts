@@ -13,8 +13,8 @@
  * in flight at a time, and it carries the results buffered since the last one.
  *
  * A claim that returns fewer jobs than asked marks the worker idle: it then waits for a
- * wake-up (a notification on insert or freed capacity, or the poll timer) before claiming
- * again. A claim that fails (connection lost, statement timeout) claims nothing — fail
+ * wake-up (a notification on insert or freed capacity, the poll timer, or the time a job
+ * this process sent back for a retry is due) before claiming again. A claim that fails (connection lost, statement timeout) claims nothing — fail
  * closed — and is retried after a backoff.
  *
  * Each job runs with an AbortSignal that fires when its lease is lost (the lease ran out
@@ -130,6 +130,8 @@ type WorkerState = 'running' | 'stopping' | 'stopped';
 
 /** Weight of the newest sample in the running averages of handler and claim times. */
 const EWMA_WEIGHT = 0.2;
+/** A due wake-up comes this much after the due time. */
+const DUE_MARGIN_MS = 5;
 
 export class Worker {
   readonly queue: string;
@@ -159,6 +161,9 @@ export class Worker {
   private claimMs = Number.NaN;
   private pollTimer: NodeJS.Timeout | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
+  private dueTimer: NodeJS.Timeout | null = null;
+  /** When `dueTimer` fires (local monotonic ms). */
+  private dueAt = Infinity;
   private unsubscribe: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
   private slotFreed: (() => void) | null = null;
@@ -220,6 +225,35 @@ export class Worker {
     this.pollTimer = setInterval(() => this.wake(), this.pollIntervalMs);
     this.wake();
     return this;
+  }
+
+  /**
+   * Jobs of this queue went back to pending, due after a backoff (failed here, or swept in
+   * this process). A notification says a job is there, not when it is due, so without this
+   * an idle worker would find them only at its next poll. `jobs`: as the statement that
+   * sent them back returned them, their due time and the failure's time both on the
+   * database's clock, so the wait does not depend on this machine's clock.
+   */
+  wakeWhenDue(jobs: Job[]): void {
+    if (this.state !== 'running') return;
+    let delayMs = Infinity;
+    for (const job of jobs) {
+      const failedAt = job.errors[job.errors.length - 1]?.finishedAt;
+      if (job.queue !== this.queue || job.state !== 'pending' || !failedAt) continue;
+      delayMs = Math.min(delayMs, Math.max(0, job.runAt.getTime() - new Date(failedAt).getTime()));
+    }
+    // Later than a poll away, the poll finds it first.
+    if (!(delayMs < this.pollIntervalMs)) return;
+    const at = performance.now() + delayMs;
+    if (at >= this.dueAt) return;
+    if (this.dueTimer) clearTimeout(this.dueTimer);
+    this.dueAt = at;
+    // A few ms late rather than early: the claim must find the job due on the database's clock.
+    this.dueTimer = setTimeout(() => {
+      this.dueTimer = null;
+      this.dueAt = Infinity;
+      this.wake();
+    }, delayMs + DUE_MARGIN_MS);
   }
 
   /** Something may be claimable: a notification, the poll timer, a freed slot. */
@@ -522,6 +556,7 @@ export class Worker {
       if (job.state === 'dead') reportDead(this.deps.logger, this.deps.emit, job);
       else this.deps.emit('failed', job);
     }
+    this.wakeWhenDue(jobs);
   }
 
   private async release(id: string, token: string): Promise<void> {
@@ -546,6 +581,8 @@ export class Worker {
     if (this.pollTimer) clearInterval(this.pollTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
+    if (this.dueTimer) clearTimeout(this.dueTimer);
+    this.dueTimer = null;
     this.unsubscribe?.();
     const buffered = this.buffer.splice(0);
     const givenBack = Promise.all(buffered.map((c) => this.release(String(c.row.id), c.row.lease_token)));
