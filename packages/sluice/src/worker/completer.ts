@@ -126,9 +126,14 @@ export class Completer {
 
   /** Give back what a fused claim could not write; it is flushed on its own. */
   putBack(batch: Batch): void {
+    this.unwritten(batch);
+    this.schedule();
+  }
+
+  /** A batch's statement failed: its moves are no longer in flight, and it goes back in front. */
+  private unwritten(batch: Batch): void {
     for (const m of batch.moves) this.moving.delete(m.id);
     this.restore(batch);
-    this.schedule();
   }
 
   /** Put a batch back in front of what was buffered since it was taken. */
@@ -189,10 +194,7 @@ export class Completer {
       if (batch.completions.length + batch.moves.length + failures.length === 0) break;
       // Two statements: what one wrote stays written if the other fails.
       const [completed, failed] = await Promise.allSettled([this.writeCompletions(batch), this.writeFailures(failures)]);
-      if (completed.status === 'rejected') {
-        for (const m of batch.moves) this.moving.delete(m.id);
-        this.restore(batch);
-      }
+      if (completed.status === 'rejected') this.unwritten(batch);
       if (failed.status === 'rejected') this.failures.unshift(...failures);
       if (completed.status === 'fulfilled' && failed.status === 'fulfilled') {
         this.failuresInARow = 0;

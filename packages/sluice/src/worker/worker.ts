@@ -14,8 +14,9 @@
  *
  * A claim that returns fewer jobs than asked marks the worker idle: it then waits for a
  * wake-up (a notification on insert or freed capacity, the poll timer, or the time a job
- * this process sent back for a retry is due) before claiming again. A claim that fails (connection lost, statement timeout) claims nothing — fail
- * closed — and is retried after a backoff.
+ * this process sent back for a retry is due) before claiming again. A claim that fails
+ * (connection lost, statement timeout) claims nothing — fail closed — and is retried
+ * after a backoff.
  *
  * Each job runs with an AbortSignal that fires when its lease is lost (the lease ran out
  * locally, a heartbeat found the token gone) or when a stop times out. A buffered job
