@@ -17,3 +17,4 @@ export * from './errors.js';
 export type * from './types.js';
 export { LANGUAGES } from './types.js';
 export type { EngineOptions, DatabaseOptions, Logger } from './options.js';
+export { describeBounds, sweepStaleRunGroups, type RunBounds } from './sandbox/resolve.js';

@@ -5,7 +5,7 @@ import { DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, type EngineOptions } from './option
 import { runJest } from './runners/jest.js';
 import { runPgtap } from './runners/pgtap.js';
 import { runPytest } from './runners/pytest.js';
-import { resolveSandbox } from './sandbox.js';
+import { resolveSandbox } from './sandbox/resolve.js';
 import { LANGUAGES, type RunSuiteInput, type SuiteResult } from './types.js';
 import { withWorkspace } from './workspace.js';
 
@@ -52,5 +52,6 @@ function noTestFiles(input: RunSuiteInput): SuiteResult {
     outputTruncated: false,
     sandboxed: false,
     exitCode: null,
+    usage: null,
   };
 }

@@ -10,6 +10,8 @@ export interface JestToolchain {
   /** The node_modules directory holding jest, ts-jest and typescript; linked into each workspace. */
   nodeModules: string;
   jestBin: string;
+  /** The Node executable that runs Jest. */
+  node: string;
 }
 
 let jest: JestToolchain | undefined;
@@ -25,7 +27,7 @@ export function jestToolchain(): JestToolchain {
     throw new RunnerUnavailableError(`Jest is not installed with @sluice/proof (${(error as Error).message}); run npm install`);
   }
   const nodeModules = dirname(dirname(jestPackage));
-  jest = { nodeModules, jestBin: `${dirname(jestPackage)}/bin/jest.js` };
+  jest = { nodeModules, jestBin: `${dirname(jestPackage)}/bin/jest.js`, node: process.execPath };
   return jest;
 }
 

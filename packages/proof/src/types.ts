@@ -59,6 +59,19 @@ export interface SuiteResult {
   /** Whether the run was isolated by bubblewrap (SQL runs execute inside PostgreSQL instead). */
   sandboxed: boolean;
   exitCode: number | null;
+  /** What the kernel accounted for the whole run, when it ran in a control group of its own; null otherwise. */
+  usage: RunUsage | null;
+}
+
+export interface RunUsage {
+  /** CPU time of all the run's processes together. */
+  cpuTimeMs: number | null;
+  /** The most memory the run held at once, all its processes (and its tmpfs files) together. */
+  peakMemoryBytes: number | null;
+  /** Processes the run's memory bound killed. */
+  oomKills: number;
+  /** Forks and thread starts its process bound refused. */
+  forksRefused: number;
 }
 
 export interface ProveInput {

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runSuite } from '../src/index.js';
@@ -70,34 +70,40 @@ test('network: PostgreSQL on 127.0.0.1:5432, a host server and an external addre
 test('reads: the project, the workspace parent, a concurrent run, /root and /etc/shadow are not visible', async () => {
   const root = scratchRoot();
   try {
-    // Run B holds its workspace open, with a secret in it, until the host says stop.
+    // Run B writes a secret into its workspace (a tmpfs inside its sandbox: not on the
+    // host at all) and holds until the host says stop: a file the host adds to B's staged
+    // files, which B sees through its read-only input mount.
     const holder = [
       'import os, time',
       'def test_hold():',
       '    open("secret.txt", "w").write("run B secret")',
-      '    open("ready", "w").close()',
       '    deadline = time.monotonic() + 50',
-      '    while not os.path.exists("stop") and time.monotonic() < deadline:',
+      '    while not os.path.exists("/run/sluice/input/stop") and time.monotonic() < deadline:',
       '        time.sleep(0.05)',
-      '    assert os.path.exists("stop")',
+      '    assert os.path.exists("/run/sluice/input/stop")',
+      '    assert open("secret.txt").read() == "run B secret"',
       '',
     ].join('\n');
     const runB = runSuite({ language: 'python', files: py, tests: { 'test_hold.py': holder }, timeoutMs: 60_000 }, { workspaceRoot: root, perTestTimeoutMs: 55_000 });
-    let workspaceB = '';
+    // B is inside its test once its report shows the set-up phase done.
+    let runDirB = '';
     assert.ok(
       await eventually(() => {
-        workspaceB = readdirSync(root).map((name) => join(root, name)).find((dir) => existsSync(join(dir, 'ready'))) ?? '';
-        return workspaceB !== '';
+        runDirB = readdirSync(root).map((name) => join(root, name)).find((dir) => readText(join(dir, 'report')).includes('"when": "setup"')) ?? '';
+        return runDirB !== '';
       }, 30_000),
       'run B never started',
     );
+    const workB = join(runDirB, 'work');
+    assert.equal(existsSync(join(workB, 'secret.txt')), false, "run B's workspace files reached the host disk");
     const reader = [
       "const fs = require('fs');",
       "const path = require('path');",
       "const read = (p) => { try { return 'read: ' + fs.readFileSync(p, 'utf8').slice(0, 20); } catch (e) { return e.code; } };",
       "test('reads', () => {",
       `  expect(read(${JSON.stringify(join(project, 'package.json'))})).toBe('ENOENT');`,
-      `  expect(read(${JSON.stringify(join(workspaceB, 'secret.txt'))})).toBe('ENOENT');`,
+      `  expect(read(${JSON.stringify(join(workB, 'secret.txt'))})).toBe('ENOENT');`,
+      `  expect(read(${JSON.stringify(join(workB, 'sol.py'))})).toBe('ENOENT');`,
       '  expect(fs.readdirSync(path.dirname(process.cwd()))).toEqual([path.basename(process.cwd())]);',
       "  expect(read('/root/.bashrc')).toBe('ENOENT');",
       "  expect(fs.existsSync('/root')).toBe(false);",
@@ -110,13 +116,21 @@ test('reads: the project, the workspace parent, a concurrent run, /root and /etc
       const result = await runSuite({ language: 'javascript', files: js, tests: { 'read.test.js': reader } }, { workspaceRoot: root, sandboxHostUser });
       passed(result, 'read.test.js::reads');
     }
-    writeFileSync(join(workspaceB, 'stop'), '');
+    writeFileSync(join(workB, 'stop'), '');
     passed(await runB, 'test_hold.py::test_hold');
     await assertCleanedUp(root, [root]);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+function readText(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
 
 test('writes outside the workspace fail (system, toolchain, project, /, /dev, /root, /proc/sys) and nothing appears on the host', async () => {
   const root = scratchRoot();

@@ -7,40 +7,40 @@ import { readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { clip } from '../capped-output.js';
 import { writeSourceFiles } from '../files.js';
-import { DEFAULT_OUTPUT_LIMIT_BYTES, perTestTimeoutMs, type EngineOptions } from '../options.js';
-import { runProcess } from '../process.js';
-import { handOver, type Sandbox } from '../sandbox.js';
-import { jestToolchain } from '../toolchain.js';
+import { cpuTimeLimitMs, DEFAULT_OUTPUT_LIMIT_BYTES, perTestTimeoutMs, type EngineOptions } from '../options.js';
+import { handOver, prepareRun, type Sandbox } from '../sandbox/resolve.js';
+import { runBounded } from './bounded.js';
 import { emptyResult, exitProblems, withOutcome } from './result.js';
 import type { RunSuiteInput, SuiteResult, TestResult } from '../types.js';
 import { checkNpmDependencies } from './dependencies.js';
 import { uniqueId } from './ids.js';
 
-const REPORT = '.sluice-report.json';
 // A report larger than this is not read: it would only be a flood of failure text.
 const MAX_REPORT_BYTES = 16 * 1024 * 1024;
 
-export async function runJest(input: RunSuiteInput, workspace: string, sandbox: Sandbox, options: EngineOptions, timeoutMs: number): Promise<SuiteResult> {
-  const toolchain = jestToolchain();
+export async function runJest(input: RunSuiteInput, runDir: string, sandbox: Sandbox, options: EngineOptions, timeoutMs: number): Promise<SuiteResult> {
+  const toolchain = await sandbox.jestToolchain();
   const base = emptyResult(input.language, sandbox.isolated);
+  const layout = await prepareRun(runDir, sandbox);
+  const workspace = layout.work;
   const missing = checkNpmDependencies(input.dependencies ?? {}, toolchain.nodeModules);
   await writeSourceFiles(workspace, input.files);
   await writeSourceFiles(workspace, input.tests);
   await writeFile(join(workspace, 'package.json'), JSON.stringify(packageJson(input), null, 2));
   await symlink(toolchain.nodeModules, join(workspace, 'node_modules'));
   if (missing) return { ...base, setupError: missing };
-  await handOver(workspace, sandbox);
+  await handOver(layout, sandbox);
 
   const command = sandbox.wrap({
-    workspace,
-    command: process.execPath,
+    layout,
+    command: toolchain.node,
     args: [
       // Half the memory limit for the heap: V8 then stops with "heap out of memory" before RLIMIT_DATA hits it.
       `--max-old-space-size=${Math.floor(sandbox.limits.memoryLimitMb / 2)}`,
       toolchain.jestBin,
       '--ci',
       '--json',
-      `--outputFile=${join(workspace, REPORT)}`,
+      `--outputFile=${layout.report}`,
       '--runInBand',
       '--forceExit',
       '--no-watchman',
@@ -48,13 +48,14 @@ export async function runJest(input: RunSuiteInput, workspace: string, sandbox: 
       `--rootDir=${workspace}`,
     ],
     env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: workspace, NODE_ENV: 'test', CI: 'true', FORCE_COLOR: '0', TMPDIR: '/tmp' },
-    readOnlyPaths: [toolchain.nodeModules],
+    readOnlyPaths: [toolchain.nodeModules, ...(toolchain.node === process.execPath ? [] : [toolchain.node])],
+    cpuTimeLimitMs: cpuTimeLimitMs(timeoutMs, options),
   });
-  const outcome = await runProcess({ ...command, cwd: workspace, timeoutMs, outputLimitBytes: options.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES });
+  const outcome = await runBounded(command, sandbox, { cwd: workspace, timeoutMs, cpuTimeLimitMs: cpuTimeLimitMs(timeoutMs, options), outputLimitBytes: options.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES });
   const result = withOutcome(base, outcome);
-  if (outcome.timedOut) return result;
-  const report = await readReport(join(workspace, REPORT));
-  if (typeof report === 'string') return { ...result, problems: [report, ...exitProblems(outcome, sandbox.limits)] };
+  if (outcome.timedOut || outcome.cpuTimeExceeded) return { ...result, problems: exitProblems(outcome, sandbox) };
+  const report = await readReport(layout.hostReport);
+  if (typeof report === 'string') return { ...result, problems: [report, ...exitProblems(outcome, sandbox)] };
   return { ...result, ...readJestReport(report, workspace) };
 }
 
@@ -81,16 +82,19 @@ function packageJson(input: RunSuiteInput): object {
   };
 }
 
+const NO_REPORT = 'Jest wrote no report (the process exited before the end of the run, e.g. process.exit inside a test)';
+
 /** The parsed report, or why there is none. */
 async function readReport(path: string): Promise<unknown> {
   try {
     const info = await stat(path);
     if (info.size > MAX_REPORT_BYTES) return `the Jest report is ${info.size} bytes, more than the ${MAX_REPORT_BYTES} read`;
+    if (info.size === 0) return NO_REPORT;
     return JSON.parse(await readFile(path, 'utf8')) as unknown;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     return code === 'ENOENT'
-      ? 'Jest wrote no report (the process exited before the end of the run, e.g. process.exit inside a test)'
+      ? NO_REPORT
       : `the Jest report could not be read: ${(error as Error).message}`;
   }
 }

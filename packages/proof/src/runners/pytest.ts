@@ -7,9 +7,9 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { clip } from '../capped-output.js';
 import { writeSourceFiles } from '../files.js';
-import { DEFAULT_OUTPUT_LIMIT_BYTES, perTestTimeoutMs, type EngineOptions } from '../options.js';
-import { runProcess } from '../process.js';
-import { handOver, type Sandbox } from '../sandbox.js';
+import { cpuTimeLimitMs, DEFAULT_OUTPUT_LIMIT_BYTES, perTestTimeoutMs, type EngineOptions } from '../options.js';
+import { handOver, prepareRun, type Sandbox } from '../sandbox/resolve.js';
+import { runBounded } from './bounded.js';
 import { checkPython, SYSTEM_PYTHON } from '../toolchain.js';
 import type { RunSuiteInput, SuiteResult, TestResult } from '../types.js';
 import { checkPythonRequirements, requirementsTxt } from './dependencies.js';
@@ -17,13 +17,14 @@ import { emptyResult, exitProblems, withOutcome } from './result.js';
 import { PYTEST_PLUGIN_MODULE, PYTEST_PLUGIN_SOURCE } from './pytest-plugin.js';
 
 const SUPPORT_DIR = '.sluice';
-const REPORT = '.sluice/report.jsonl';
 const MAX_REPORT_BYTES = 16 * 1024 * 1024;
 const EXIT_NO_TESTS = 5;
 
-export async function runPytest(input: RunSuiteInput, workspace: string, sandbox: Sandbox, options: EngineOptions, timeoutMs: number): Promise<SuiteResult> {
+export async function runPytest(input: RunSuiteInput, runDir: string, sandbox: Sandbox, options: EngineOptions, timeoutMs: number): Promise<SuiteResult> {
   checkPython();
   const base = emptyResult(input.language, sandbox.isolated);
+  const layout = await prepareRun(runDir, sandbox);
+  const workspace = layout.work;
   await writeSourceFiles(workspace, input.files);
   await writeSourceFiles(workspace, input.tests);
   await writeFile(join(workspace, 'requirements.txt'), requirementsTxt(input.dependencies ?? {}));
@@ -31,12 +32,12 @@ export async function runPytest(input: RunSuiteInput, workspace: string, sandbox
   await writeFile(join(workspace, SUPPORT_DIR, `${PYTEST_PLUGIN_MODULE}.py`), PYTEST_PLUGIN_SOURCE);
   const missing = await checkPythonRequirements(input.dependencies ?? {});
   if (missing) return { ...base, setupError: missing };
-  await handOver(workspace, sandbox);
+  await handOver(layout, sandbox);
 
   const testSeconds = perTestTimeoutMs(timeoutMs, options) / 1000;
   const testPaths = Object.keys(input.tests).filter((path) => !/(^|\/)conftest\.py$/.test(path) && path.endsWith('.py'));
   const command = sandbox.wrap({
-    workspace,
+    layout,
     command: SYSTEM_PYTHON,
     args: [
       '-m', 'pytest',
@@ -55,22 +56,23 @@ export async function runPytest(input: RunSuiteInput, workspace: string, sandbox
       PYTHONPATH: join(workspace, SUPPORT_DIR),
       PYTHONDONTWRITEBYTECODE: '1',
       PYTHONHASHSEED: '0',
-      SLUICE_REPORT_PATH: join(workspace, REPORT),
+      SLUICE_REPORT_PATH: layout.report,
     },
     readOnlyPaths: [],
+    cpuTimeLimitMs: cpuTimeLimitMs(timeoutMs, options),
   });
-  const outcome = await runProcess({ ...command, cwd: workspace, timeoutMs, outputLimitBytes: options.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES });
+  const outcome = await runBounded(command, sandbox, { cwd: workspace, timeoutMs, cpuTimeLimitMs: cpuTimeLimitMs(timeoutMs, options), outputLimitBytes: options.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES });
   const result = withOutcome(base, outcome);
   let lines: string;
   try {
-    const path = join(workspace, REPORT);
+    const path = layout.hostReport;
     if ((await stat(path)).size > MAX_REPORT_BYTES) return { ...result, problems: ['the pytest report is too large to read'] };
     lines = await readFile(path, 'utf8');
   } catch {
     lines = '';
   }
   const parsed = readPytestReport(lines);
-  if (!parsed.ran) parsed.problems.push(...exitProblems(outcome, sandbox.limits));
+  if (!parsed.ran) parsed.problems.push(...exitProblems(outcome, sandbox));
   return { ...result, ...parsed, timedOut: result.timedOut || parsed.timedOut, ran: parsed.ran && !outcome.timedOut };
 }
 
