@@ -1,4 +1,5 @@
-/** Configuration of the platform, with the defaults issue 6 sets. */
+/** Configuration of the platform and its defaults. */
+import { availableParallelism } from 'node:os';
 
 export interface QueueLimits {
   /** Global cap on running jobs. For generation this one value is also the client's local semaphore. */
@@ -14,7 +15,11 @@ export interface QueueLimits {
 }
 
 export interface MissionsConfig {
+  /** Model work: the cap is about the model's budget. */
   generation: QueueLimits;
+  /** Proofs run test suites on this host: CPU work, capped by its cores by default. */
+  proving: QueueLimits;
+  /** Gradings run test suites too: capped by the host's cores by default. */
   grading: QueueLimits;
   /** A mission retires after this many serves... */
   retireAfterServes: number;
@@ -33,15 +38,21 @@ export interface MissionsConfig {
 }
 
 export const GENERATION_QUEUE = 'missions.generate';
+export const PROVING_QUEUE = 'missions.prove';
 export const GRADING_QUEUE = 'missions.grade';
 /** Where Sluice sends a grading job that died, so its submission is marked `error`. */
 export const GRADING_DEAD_QUEUE = 'missions.grade.dead';
 export const REFILL_QUEUE = 'missions.refill';
 export const REFILL_SCHEDULE = 'missions.refill';
 
+/** The host's cores: how many test suites it can run at once. */
+export const HOST_CORES = availableParallelism();
+
 export const DEFAULT_CONFIG: MissionsConfig = {
   generation: { concurrency: 40, perUserLimit: 3, maxPending: 200, maxAttempts: 5, retryBaseMs: 2_000 },
-  grading: { concurrency: 8, perUserLimit: 3, maxPending: 500, maxAttempts: 3, retryBaseMs: 2_000 },
+  // A proof is a job of its own once generation is done; a user's proofs are bounded by their generations.
+  proving: { concurrency: HOST_CORES, perUserLimit: 1_000, maxPending: 1_000, maxAttempts: 5, retryBaseMs: 2_000 },
+  grading: { concurrency: HOST_CORES, perUserLimit: 3, maxPending: 500, maxAttempts: 3, retryBaseMs: 2_000 },
   retireAfterServes: 50,
   retireAfterServesTechnical: 100,
   autoApprove: false,
@@ -51,8 +62,9 @@ export const DEFAULT_CONFIG: MissionsConfig = {
   refillCron: '*/5 * * * *',
 };
 
-export type MissionsConfigInput = Partial<Omit<MissionsConfig, 'generation' | 'grading'>> & {
+export type MissionsConfigInput = Partial<Omit<MissionsConfig, 'generation' | 'proving' | 'grading'>> & {
   generation?: Partial<QueueLimits>;
+  proving?: Partial<QueueLimits>;
   grading?: Partial<QueueLimits>;
 };
 
@@ -61,6 +73,7 @@ export function resolveConfig(input: MissionsConfigInput = {}): MissionsConfig {
     ...DEFAULT_CONFIG,
     ...input,
     generation: { ...DEFAULT_CONFIG.generation, ...input.generation },
+    proving: { ...DEFAULT_CONFIG.proving, ...input.proving },
     grading: { ...DEFAULT_CONFIG.grading, ...input.grading },
   };
 }

@@ -9,6 +9,7 @@ export type MissionsErrorCode =
   | 'mission_not_found'
   | 'instance_not_found'
   | 'submission_not_found'
+  | 'request_not_found'
   | 'invalid_state'
   | 'proof_rejected'
   | 'generator_reply_invalid';
@@ -22,6 +23,7 @@ const HTTP_STATUS: Record<MissionsErrorCode, number> = {
   mission_not_found: 404,
   instance_not_found: 404,
   submission_not_found: 404,
+  request_not_found: 404,
   invalid_state: 409,
   proof_rejected: 422,
   generator_reply_invalid: 502,

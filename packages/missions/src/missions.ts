@@ -1,23 +1,26 @@
 /**
  * The assessment platform on Sluice: requests are served from the warm pool or turned
- * into generation jobs on a capped queue; a generation job generates, sabotages and
- * proves a challenge and stores only an accepted one; QA approves what may be served;
- * submissions are graded by jobs on their own capped queue.
+ * into generation jobs on a capped queue (model work, capped by the model's budget); a
+ * generation job hands the challenge to a proof job on its own queue (CPU work, capped
+ * by the host's cores), which plants and proves a bug and stores only an accepted
+ * challenge; QA approves what may be served; submissions are graded by jobs on their own
+ * queue, capped by the host's cores too. So a spike of generations never starts more test
+ * suites than the host can run.
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { QueueFullError, type Job, type Sluice, type Worker } from 'sluice';
 import { runSuite, sabotage, type EngineOptions, type Saboteur, type SourceFiles } from '@sluice/proof';
-import { GENERATION_QUEUE, GRADING_DEAD_QUEUE, GRADING_QUEUE, REFILL_QUEUE, REFILL_SCHEDULE, resolveConfig, type MissionsConfig, type MissionsConfigInput, type QueueLimits } from './config.js';
+import { GENERATION_QUEUE, GRADING_DEAD_QUEUE, GRADING_QUEUE, PROVING_QUEUE, REFILL_QUEUE, REFILL_SCHEDULE, resolveConfig, type MissionsConfig, type MissionsConfigInput, type QueueLimits } from './config.js';
 import { migrate, sql } from './db.js';
 import { DomainMap } from './domain-map.js';
 import { MissionsError, ProofRejectedError } from './errors.js';
-import { OfflineGenerator, type Generator } from './generator.js';
+import { OfflineGenerator, type GeneratedChallenge, type Generator } from './generator.js';
 import { gradeSuite } from './grading.js';
 import { instanceFromRow, missionFromRow, submissionFromRow } from './rows.js';
 import { Semaphore } from './semaphore.js';
 import { probeSandbox } from './sandbox-probe.js';
-import type { DeadGradingJob, GenerationJob, GradingJob, Instance, Mission, MissionProof, PoolDomainStats, QaStatus, RequestOutcome, SandboxStatus, Submission } from './types.js';
+import type { DeadGradingJob, GenerationJob, GradingJob, Instance, Mission, MissionProof, PoolDomainStats, ProofJob, QaStatus, RequestOutcome, RequestProgress, SandboxStatus, Submission } from './types.js';
 import { serveFromPool } from './warm-pool.js';
 
 export interface MissionsOptions {
@@ -44,6 +47,8 @@ export interface PlatformStatus {
   generator: string;
   autoApprove: boolean;
   sandbox: SandboxStatus;
+  /** The queues' global caps: generation by the model's budget, proofs and gradings by the host's cores. */
+  caps: { generation: number; proving: number; grading: number };
 }
 
 export class Missions {
@@ -87,6 +92,7 @@ export class Missions {
   async setup(): Promise<void> {
     await migrate(this.pool);
     await this.sluice.queues.put(GENERATION_QUEUE, policyOf(this.config.generation));
+    await this.sluice.queues.put(PROVING_QUEUE, policyOf(this.config.proving));
     // A grading job that dies is sent here (by Sluice, in the transaction that kills it,
     // whichever process or sweep does), and its submission is marked `error`.
     await this.sluice.queues.put(GRADING_DEAD_QUEUE, { concurrency: 2, maxAttempts: 10 });
@@ -101,13 +107,18 @@ export class Missions {
   }
 
   /** Starts the generation and grading workers in this process. */
-  startWorkers({ generation = true, grading = true, refill = true }: { generation?: boolean; grading?: boolean; refill?: boolean } = {}): void {
+  startWorkers({ generation = true, proving = true, grading = true, refill = true }: { generation?: boolean; proving?: boolean; grading?: boolean; refill?: boolean } = {}): void {
     if (refill) this.workers.push(this.sluice.work(REFILL_QUEUE, { concurrency: 1 }, () => this.refill()));
     if (generation) {
       this.workers.push(
         this.sluice.work(GENERATION_QUEUE, { concurrency: this.config.generation.concurrency }, (job, { signal }) =>
           this.track(this.generationSemaphore.run(() => this.runGeneration(job as Job<GenerationJob>, signal))),
         ),
+      );
+    }
+    if (proving) {
+      this.workers.push(
+        this.sluice.work(PROVING_QUEUE, { concurrency: this.config.proving.concurrency }, (job, { signal }) => this.track(this.runProof(job as Job<ProofJob>, signal))),
       );
     }
     if (grading) {
@@ -128,7 +139,13 @@ export class Missions {
   }
 
   async status(): Promise<PlatformStatus> {
-    return { generator: this.generator.kind, autoApprove: this.config.autoApprove, sandbox: await this.sandboxStatus() };
+    const { generation, proving, grading } = this.config;
+    return {
+      generator: this.generator.kind,
+      autoApprove: this.config.autoApprove,
+      sandbox: await this.sandboxStatus(),
+      caps: { generation: generation.concurrency, proving: proving.concurrency, grading: grading.concurrency },
+    };
   }
 
   /**
@@ -231,31 +248,72 @@ export class Missions {
   // ---- Generation ----------------------------------------------------------------------
 
   /**
-   * One generation job: generate → sabotage → prove → store. Only an accepted proof is
-   * stored; otherwise the job fails and Sluice retries it (a retry draws another seed,
-   * so it does not repeat the same search), then dead-letters it.
+   * Where a request's generation stands: generating, then proving (a proof job of its
+   * own), then proven (the mission's id) or failed. `jobId` is the generation job's id
+   * that `request()` returned.
    */
-  private async runGeneration(job: Job<GenerationJob>, signal: AbortSignal): Promise<{ missionId: string }> {
-    const existing = await this.pool.query<{ id: string }>(sql('MissionByJob'), [job.id]);
-    if (existing.rows[0]) return { missionId: String(existing.rows[0].id) };
+  async requestProgress(jobId: string): Promise<RequestProgress> {
+    checkNumericId(jobId, 'job');
+    const stored = await this.pool.query<{ id: string }>(sql('MissionByJob'), [jobId]);
+    if (stored.rows[0]) return { state: 'proven', generationJobId: jobId, missionId: String(stored.rows[0].id) };
+    const generation = await this.sluice.get(jobId);
+    if (!generation || generation.queue !== GENERATION_QUEUE) throw new MissionsError('request_not_found', `no generation job ${jobId}`);
+    if (generation.state === 'dead' || generation.state === 'cancelled') {
+      return { state: 'failed', generationJobId: jobId, error: generation.errors.at(-1)?.message ?? `the generation job is ${generation.state}` };
+    }
+    if (generation.state !== 'completed') return { state: 'generating', generationJobId: jobId };
+    const proofJobId = String((generation.result as { proofJobId?: string } | null)?.proofJobId ?? '');
+    const proof = proofJobId ? await this.sluice.get(proofJobId) : null;
+    if (!proof) return { state: 'failed', generationJobId: jobId, error: 'the generation job has no proof job' };
+    if (proof.state === 'dead' || proof.state === 'cancelled') {
+      return { state: 'failed', generationJobId: jobId, proofJobId, error: proof.errors.at(-1)?.message ?? `the proof job is ${proof.state}` };
+    }
+    if (proof.state === 'completed') return { state: 'proven', generationJobId: jobId, proofJobId, missionId: String((proof.result as { missionId: string }).missionId) };
+    return { state: 'proving', generationJobId: jobId, proofJobId };
+  }
+
+  /**
+   * One generation job: model work only. The challenge goes to a proof job on the
+   * proving queue (one per generation job: a retry finds the one already sent).
+   */
+  private async runGeneration(job: Job<GenerationJob>, signal: AbortSignal): Promise<{ proofJobId: string }> {
     const seed = (job.data.seed ?? seedOf(job.id)) + (job.attempts - 1);
     const challenge = await this.generator.generate({ domain: job.data.domain, seed }, signal);
+    const proof: ProofJob = { generationJobId: job.id, seed, challenge };
+    const { id } = await this.sluice.send(PROVING_QUEUE, proof, { singletonKey: `generation:${job.id}`, ...(job.data.userId ? { key: job.data.userId } : {}) });
+    return { proofJobId: id };
+  }
+
+  /**
+   * One proof job: sabotage → prove → store. Only an accepted proof is stored; otherwise
+   * the job fails and Sluice retries it (a retry draws another seed, so it does not
+   * repeat the same search), then dead-letters it.
+   */
+  private async runProof(job: Job<ProofJob>, signal: AbortSignal): Promise<{ missionId: string }> {
+    const { generationJobId, challenge } = job.data;
+    const existing = await this.pool.query<{ id: string }>(sql('MissionByJob'), [generationJobId]);
+    if (existing.rows[0]) return { missionId: String(existing.rows[0].id) };
+    const seed = job.data.seed + (job.attempts - 1);
     const timeoutMs = this.config.runTimeoutMs;
     const found = await sabotage(
       { language: challenge.language, gold: challenge.gold, tests: challenge.tests, timeoutMs, description: challenge.brief },
       { engine: this.engine, signal, llm: this.llmSaboteur, mutation: { seed, maxAttempts: this.config.mutationMaxAttempts } },
     );
     if (!found.accepted || !found.candidate || !found.verdict) throw new ProofRejectedError(found.summary);
-    const proof: MissionProof = { summary: found.verdict.summary, tests: found.verdict.tests, attempts: found.attempts };
+    return { missionId: await this.storeMission(generationJobId, challenge, found) };
+  }
+
+  private async storeMission(generationJobId: string, challenge: GeneratedChallenge, found: Awaited<ReturnType<typeof sabotage>>): Promise<string> {
+    const proof: MissionProof = { summary: found.verdict!.summary, tests: found.verdict!.tests, attempts: found.attempts };
     const status: QaStatus = this.config.autoApprove ? 'approved' : 'pending';
     const maxServes = this.domainMap.isTechnical(challenge.domain) ? this.config.retireAfterServesTechnical : this.config.retireAfterServes;
     const inserted = await this.pool.query<{ id: string }>(sql('InsertMission'), [
-      job.id, challenge.source, challenge.domain, challenge.language, challenge.title, challenge.brief,
-      challenge.gold, found.candidate.files, challenge.tests, found.candidate.description, found.candidate.hint ?? null,
+      generationJobId, challenge.source, challenge.domain, challenge.language, challenge.title, challenge.brief,
+      challenge.gold, found.candidate!.files, challenge.tests, found.candidate!.description, found.candidate!.hint ?? null,
       found.saboteur, proof, status, maxServes,
     ]);
-    const id = inserted.rows[0]?.id ?? (await this.pool.query<{ id: string }>(sql('MissionByJob'), [job.id])).rows[0]!.id;
-    return { missionId: String(id) };
+    const id = inserted.rows[0]?.id ?? (await this.pool.query<{ id: string }>(sql('MissionByJob'), [generationJobId])).rows[0]!.id;
+    return String(id);
   }
 
   // ---- QA --------------------------------------------------------------------------------

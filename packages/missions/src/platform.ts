@@ -8,7 +8,7 @@
 import { LlmSaboteur, type EngineOptions } from '@sluice/proof';
 import { ConfigError, type AppPlugin, type ServerExtension } from '@sluice/server';
 import { CATALOG } from './catalog/index.js';
-import type { MissionsConfigInput } from './config.js';
+import { HOST_CORES, type MissionsConfigInput } from './config.js';
 import { DomainMap } from './domain-map.js';
 import { OfflineGenerator, type Generator } from './generator.js';
 import { LlmGenerator } from './llm-generator.js';
@@ -25,6 +25,9 @@ export interface PlatformSettings {
   /** null: no refill schedule. */
   refillCron: string | null;
   domainMapPath: string | undefined;
+  /** Proof and grading jobs at once across the cluster; default the host's cores. */
+  proofConcurrency: number;
+  gradingConcurrency: number;
   /** The database proofs of SQL missions create their disposable databases on; default the server's. */
   proofAdminUrl: string | undefined;
   env: NodeJS.ProcessEnv;
@@ -37,6 +40,8 @@ Missions platform (environment):
   SLUICE_MISSIONS_REFILL_TARGET         approved + pending missions kept per domain (default 5)
   SLUICE_MISSIONS_REFILL_CRON           when the refill runs, or "off" (default */5 * * * *)
   SLUICE_MISSIONS_DOMAIN_MAP            role → domains JSON file (default packages/missions/config/domain-map.json)
+  SLUICE_MISSIONS_PROOF_CONCURRENCY     proofs running at once, each a test suite (default: the host's cores)
+  SLUICE_MISSIONS_GRADING_CONCURRENCY   gradings running at once (default: the host's cores)
   SLUICE_LLM_API_KEY, SLUICE_LLM_BASE_URL, SLUICE_LLM_MODEL   generate with an OpenAI-compatible API
   SLUICE_PROOF_ALLOW_UNSANDBOXED=1      run untrusted code without bubblewrap (only on purpose)
 `;
@@ -45,6 +50,12 @@ function integer(value: string | undefined, name: string, fallback: number): num
   if (value === undefined || value === '') return fallback;
   if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(Number(value))) throw new ConfigError(`${name} must be a non-negative integer, got "${value}"`);
   return Number(value);
+}
+
+function positive(value: string | undefined, name: string, fallback: number): number {
+  const n = integer(value, name, fallback);
+  if (n < 1) throw new ConfigError(`${name} must be at least 1, got "${value}"`);
+  return n;
 }
 
 function flag(value: string | undefined, name: string): boolean {
@@ -62,6 +73,8 @@ export function loadPlatformSettings(env: NodeJS.ProcessEnv): PlatformSettings {
     refillTargetPerDomain: integer(env.SLUICE_MISSIONS_REFILL_TARGET, 'SLUICE_MISSIONS_REFILL_TARGET', 5),
     refillCron: cron === 'off' ? null : cron || '*/5 * * * *',
     domainMapPath: env.SLUICE_MISSIONS_DOMAIN_MAP || undefined,
+    proofConcurrency: positive(env.SLUICE_MISSIONS_PROOF_CONCURRENCY, 'SLUICE_MISSIONS_PROOF_CONCURRENCY', HOST_CORES),
+    gradingConcurrency: positive(env.SLUICE_MISSIONS_GRADING_CONCURRENCY, 'SLUICE_MISSIONS_GRADING_CONCURRENCY', HOST_CORES),
     proofAdminUrl: env.SLUICE_PROOF_ADMIN_URL || undefined,
     env,
   };
@@ -107,6 +120,8 @@ export function missionsExtension(settings: PlatformSettings, overrides: { gener
           autoApprove: settings.autoApprove,
           refillTargetPerDomain: settings.refillTargetPerDomain,
           refillCron: settings.refillCron,
+          proving: { concurrency: settings.proofConcurrency },
+          grading: { concurrency: settings.gradingConcurrency },
           ...overrides.config,
         },
       });
@@ -132,10 +147,11 @@ export function missionsExtension(settings: PlatformSettings, overrides: { gener
 }
 
 function describe(missions: Missions, sandbox: SandboxStatus, settings: PlatformSettings): string[] {
-  const { generation } = missions.config;
+  const { generation, proving, grading } = missions.config;
   const lines = [
     `missions: generator ${missions.generator.kind}${missions.generator.kind === 'offline' ? ` (${settings.generationDelayMs} ms per generation)` : ''}; ` +
       `queue missions.generate: cap ${generation.concurrency}, ${generation.perUserLimit} per user, shed at ${generation.maxPending} pending`,
+    `missions: test suites on this host (${HOST_CORES} cores): missions.prove cap ${proving.concurrency}, missions.grade cap ${grading.concurrency}`,
     `missions: ${settings.autoApprove ? 'proven missions are served at once (auto-approve)' : 'proven missions wait for QA review on the dashboard (Missions → QA)'}; ` +
       `refill ${settings.refillCron ? `"${settings.refillCron}" to ${settings.refillTargetPerDomain} per domain` : 'off'}`,
   ];

@@ -2,6 +2,7 @@
  * The platform over HTTP, as a Fastify plugin the server mounts:
  *
  *   POST /api/missions/request            { userId, role } → 200 served | 202 queued | 503 shed | 429 per-user limit
+ *   GET  /api/missions/requests/:jobId    a queued request: generating | proving | proven (missionId) | failed
  *   GET  /api/instances/:id               the candidate's instance
  *   POST /api/instances/:id/submissions   { files } → 202, graded by a job
  *   GET  /api/submissions/:id             queued | passed | failed, with per-test detail
@@ -11,7 +12,7 @@
  *   GET  /api/missions/pool               servable / pending / retired per domain (admin)
  *   GET  /api/missions/status             generator, auto-approval, whether the sandbox works (admin)
  *
- * The generation job's progress is Sluice's own `GET /api/jobs/:id`. Authentication is the
+ * The jobs themselves are Sluice's own `GET /api/jobs/:id`. Authentication is the
  * host's: it passes the hooks that check the candidate (API) and admin tokens. Errors are
  * `{ error: <stable code>, message }`, like the server's.
  */
@@ -59,6 +60,11 @@ export async function missionsRoutes(app: FastifyInstance, { missions, apiAuth, 
     const outcome = await missions.request(request.body);
     return reply.code(outcome.status === 'served' ? 200 : 202).send(outcome);
   });
+
+  app.get<{ Params: { jobId: string } }>('/api/missions/requests/:jobId', {
+    onRequest: apiAuth,
+    schema: { params: { type: 'object', required: ['jobId'], properties: { jobId: { type: 'string', pattern: '^[0-9]{1,18}$' } } } },
+  }, (request) => missions.requestProgress(request.params.jobId));
 
   app.get<{ Params: { id: string } }>('/api/instances/:id', { onRequest: apiAuth, schema: { params: id } }, (request) =>
     missions.getInstance(request.params.id),

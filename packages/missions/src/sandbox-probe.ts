@@ -4,7 +4,7 @@
  * real run (one pytest test), so a machine without bubblewrap is named at start-up rather
  * than discovered through generation jobs failing one by one.
  */
-import { ProofError, runSuite, type EngineOptions } from '@sluice/proof';
+import { describeBounds, ProofError, runSuite, type EngineOptions } from '@sluice/proof';
 import type { SandboxStatus } from './types.js';
 
 const PROBE = {
@@ -17,12 +17,13 @@ const PROBE = {
 export async function probeSandbox(engine: EngineOptions): Promise<SandboxStatus> {
   try {
     const result = await runSuite(PROBE, engine);
+    const bounds = await describeBounds(engine);
     if (!result.sandboxed) {
-      return { state: 'unsandboxed', detail: 'bubblewrap is not usable here; untrusted code runs WITHOUT isolation because allowUnsandboxed is set' };
+      return { state: 'unsandboxed', detail: `bubblewrap is not usable here; untrusted code runs WITHOUT isolation because allowUnsandboxed is set; bounds: ${bounds.summary}`, bounds };
     }
-    return { state: 'isolated', detail: 'untrusted code runs in bubblewrap (no network, read-only system, unprivileged uid)' };
+    return { state: 'isolated', detail: `untrusted code runs in ${bounds.summary}`, bounds };
   } catch (error) {
     if (!(error instanceof ProofError)) throw error;
-    return { state: 'unavailable', detail: `${error.code}: ${error.message}` };
+    return { state: 'unavailable', detail: `${error.code}: ${error.message}`, bounds: null };
   }
 }

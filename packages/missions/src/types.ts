@@ -1,5 +1,6 @@
 /** Rows and results the platform hands out. */
-import type { Language, SourceFiles, TestVerdict } from '@sluice/proof';
+import type { Language, RunBounds, SourceFiles, TestVerdict } from '@sluice/proof';
+import type { GeneratedChallenge } from './generator.js';
 
 export type QaStatus = 'pending' | 'approved' | 'rejected';
 
@@ -92,6 +93,20 @@ export interface GenerationJob {
   seed?: number;
 }
 
+/** The payload of a proof job: a generated challenge waiting for its planted bug to be proven. */
+export interface ProofJob {
+  generationJobId: string;
+  seed: number;
+  challenge: GeneratedChallenge;
+}
+
+/** Where a request's generation stands (`GET /api/missions/requests/:jobId`). */
+export type RequestProgress =
+  | { state: 'generating'; generationJobId: string }
+  | { state: 'proving'; generationJobId: string; proofJobId: string }
+  | { state: 'proven'; generationJobId: string; proofJobId?: string; missionId: string }
+  | { state: 'failed'; generationJobId: string; proofJobId?: string; error: string };
+
 export interface GradingJob {
   submissionId: string;
 }
@@ -111,4 +126,6 @@ export interface SandboxStatus {
   /** `isolated`: bubblewrap works; `unsandboxed`: runs without isolation (allowUnsandboxed); `unavailable`: runs are refused. */
   state: 'isolated' | 'unsandboxed' | 'unavailable';
   detail: string;
+  /** The bounds every run gets, and what enforces each; null when runs are refused. */
+  bounds: RunBounds | null;
 }

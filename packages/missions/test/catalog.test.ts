@@ -61,7 +61,7 @@ for (const [id, checkBroken] of [['js-retry-delay', false], ['ts-percentile', fa
 }
 
 test('grading: zero tests, a setup error or a failure never pass', () => {
-  const base = { language: 'python' as const, ran: true, tests: {}, setupError: null, problems: [], timedOut: false, durationMs: 1, output: '', outputTruncated: false, sandboxed: true, exitCode: 0 };
+  const base = { language: 'python' as const, ran: true, tests: {}, setupError: null, problems: [], timedOut: false, durationMs: 1, output: '', outputTruncated: false, sandboxed: true, exitCode: 0, usage: null };
   assert.equal(gradeSuite(base).passed, false);
   const one = { 't::a': { id: 't::a', status: 'passed' as const } };
   assert.equal(gradeSuite({ ...base, tests: one }).passed, true);

@@ -7,8 +7,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { waitFor } from '@sluice/testkit';
-import { CATALOG, GENERATION_QUEUE, OfflineGenerator, type CatalogEntry, type Generator } from '../src/index.js';
-import { engine, harness, type Harness } from './helpers.js';
+import { CATALOG, GENERATION_QUEUE, OfflineGenerator, PROVING_QUEUE, type CatalogEntry, type Generator } from '../src/index.js';
+import { engine, harness, settled, type Harness } from './helpers.js';
 
 const ltv = CATALOG.find((e) => e.id === 'py-customer-ltv')!;
 let h: Harness;
@@ -21,16 +21,16 @@ before(async () => {
 });
 after(() => h.close());
 
-const finished = (id: string) => waitFor(async () => {
-  const job = await h.sluice.get(id);
-  return job && (job.state === 'completed' || job.state === 'dead') ? job : null;
-}, { timeoutMs: 60_000, message: `job ${id} to finish` });
-
 test('a generation job stores a proven mission as pending; approved, served and graded', async () => {
   const jobId = await h.missions.enqueueGeneration({ domain: 'marketing', userId: 'cand-1', seed: 7 });
-  const job = await finished(jobId);
-  assert.equal(job.state, 'completed', JSON.stringify(job.errors));
-  const { missionId } = job.result as { missionId: string };
+  const progress = await settled(h.missions, jobId);
+  assert.equal(progress.state, 'proven', JSON.stringify(progress));
+  const missionId = progress.state === 'proven' ? progress.missionId : '';
+  // Generation handed the challenge to a proof job on the host-capped queue.
+  const generation = await h.sluice.get(jobId);
+  const proofJob = await h.sluice.get((generation!.result as { proofJobId: string }).proofJobId);
+  assert.equal(proofJob?.queue, PROVING_QUEUE);
+  assert.deepEqual(proofJob?.result, { missionId });
   const mission = await h.missions.getMission(missionId);
   assert.equal(mission.qaStatus, 'pending');
   assert.equal(mission.source, 'py-customer-ltv');
@@ -78,17 +78,16 @@ test('a challenge whose bug cannot be proven fails its job and stores nothing', 
   const broken = await harness({
     generator: new OfflineGenerator({ catalog: [hollow] }) satisfies Generator,
     engine: engine('sluice_missions_t_generation'),
-    config: { generation: { maxAttempts: 1 }, mutationMaxAttempts: 2 },
+    config: { generation: { maxAttempts: 1 }, proving: { maxAttempts: 1 }, mutationMaxAttempts: 2 },
   });
   try {
     broken.missions.startWorkers({ grading: false });
     const { id } = await broken.sluice.send(GENERATION_QUEUE, { domain: 'marketing', seed: 1 });
-    const job = await waitFor(async () => {
-      const j = await broken.sluice.get(id);
-      return j && (j.state === 'dead' || j.state === 'completed') ? j : null;
-    }, { timeoutMs: 60_000, message: 'the generation job to finish' });
-    assert.equal(job.state, 'dead');
-    assert.match(job.errors.at(-1)?.message ?? '', /no proven bug/);
+    const progress = await settled(broken.missions, id);
+    assert.equal(progress.state, 'failed');
+    assert.ok(progress.state === 'failed' && progress.proofJobId, 'the proof job, not the generation, failed');
+    assert.match(progress.state === 'failed' ? progress.error : '', /no proven bug/);
+    assert.equal((await broken.sluice.get(progress.proofJobId!))?.state, 'dead');
     assert.deepEqual(await broken.missions.listMissions(), []);
   } finally {
     await broken.close();

@@ -4,6 +4,7 @@
  * submission turns `error` with the reason instead of staying `queued` forever. The same
  * missing sandbox is reported by `sandboxStatus()` before any job runs.
  */
+import { availableParallelism } from 'node:os';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { waitFor } from '@sluice/testkit';
@@ -22,7 +23,9 @@ test('the sandbox status names the missing bubblewrap before any job runs', asyn
   const status = await h.missions.sandboxStatus();
   assert.equal(status.state, 'unavailable');
   assert.match(status.detail, /sandbox_unavailable: bubblewrap is not usable here \(\/nonexistent\/bwrap not found\)/);
-  assert.deepEqual(await h.missions.status(), { generator: 'offline', autoApprove: false, sandbox: status });
+  assert.equal(status.bounds, null, 'no bounds: runs are refused');
+  const cores = availableParallelism();
+  assert.deepEqual(await h.missions.status(), { generator: 'offline', autoApprove: false, sandbox: status, caps: { generation: 40, proving: cores, grading: cores } });
 });
 
 test('a grading job that dies marks its submission error, with the reason', async () => {

@@ -1,9 +1,10 @@
 /** Shared set-up: a migrated database per test file, Sluice on it, and the platform. */
 import pg from 'pg';
+import { waitFor } from '@sluice/testkit';
 import { Sluice } from 'sluice';
 import { createTestDatabase, type TestDatabase } from '@sluice/testkit';
 import type { EngineOptions } from '@sluice/proof';
-import { Missions, type MissionsOptions } from '../src/index.js';
+import { Missions, type MissionsOptions, type RequestProgress } from '../src/index.js';
 
 export interface Harness {
   db: TestDatabase;
@@ -64,4 +65,12 @@ export async function insertMission(pool: pg.Pool, seed: MissionSeed): Promise<s
     [seed.domain, seed.title ?? 'mission', seed.qaStatus ?? 'approved', seed.serveCount ?? 0, seed.maxServes ?? 50, seed.createdAt ?? null],
   );
   return String(rows[0]!.id);
+}
+
+/** Follows a request's generation through its proof job until it is proven or failed. */
+export function settled(missions: Missions, generationJobId: string, timeoutMs = 60_000): Promise<RequestProgress> {
+  return waitFor(async () => {
+    const progress = await missions.requestProgress(generationJobId);
+    return progress.state === 'proven' || progress.state === 'failed' ? progress : null;
+  }, { timeoutMs, message: `request ${generationJobId} to be proven or fail` });
 }

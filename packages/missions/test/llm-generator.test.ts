@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { waitFor } from '@sluice/testkit';
 import { LlmGenerator, parseGenerationReply } from '../src/index.js';
-import { engine, harness, type Harness } from './helpers.js';
+import { engine, harness, settled, type Harness } from './helpers.js';
 
 const challenge = {
   title: 'Discounted price',
@@ -56,9 +56,9 @@ const finish = (id: string) => waitFor(async () => {
 }, { timeoutMs: 60_000, message: `job ${id}` });
 
 test('a model-written challenge is proven and, with auto-approval, served', async () => {
-  const job = await finish(await h.missions.enqueueGeneration({ domain: 'marketing', seed: 3 }));
-  assert.equal(job.state, 'completed', JSON.stringify(job.errors));
-  const mission = await h.missions.getMission((job.result as { missionId: string }).missionId);
+  const progress = await settled(h.missions, await h.missions.enqueueGeneration({ domain: 'marketing', seed: 3 }));
+  assert.equal(progress.state, 'proven', JSON.stringify(progress));
+  const mission = await h.missions.getMission(progress.state === 'proven' ? progress.missionId : '');
   assert.equal(mission.source, 'llm');
   assert.equal(mission.language, 'python');
   assert.equal(mission.qaStatus, 'approved');

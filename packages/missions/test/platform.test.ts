@@ -7,6 +7,7 @@
  * route reports it, and generation falls back to SQL challenges (they need no sandbox).
  */
 import assert from 'node:assert/strict';
+import { availableParallelism } from 'node:os';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -65,17 +66,21 @@ test('npm start: request, generate, approve, serve, submit, grade; SIGTERM exits
     const adminToken = /SLUICE_ADMIN_TOKEN=(\S+)/.exec(output)![1]!;
     assert.match(output, /missions: generator offline \(0 ms per generation\); queue missions\.generate: cap 40, 3 per user, shed at 200 pending/);
     assert.match(output, /missions: (sandbox ok|WARNING)/);
+    assert.match(output, /missions: test suites on this host \(\d+ cores\): missions\.prove cap \d+, missions\.grade cap \d+/);
     const api = (method: string, path: string, body?: unknown) => call(url, apiToken, method, path, body);
     const admin = (method: string, path: string, body?: unknown) => call(url, adminToken, method, path, body);
+    const status = (await admin('GET', '/api/missions/status')).body;
+    assert.deepEqual(status.caps, { generation: 40, proving: availableParallelism(), grading: availableParallelism() });
+    if (status.sandbox.state === 'isolated') assert.match(status.sandbox.bounds.processes.enforcedBy, /cgroup v[12] pids|RLIMIT_NPROC/);
 
     const queued = await api('POST', '/api/missions/request', { userId: 'ada', role: 'data-analyst' });
     assert.equal(queued.status, 202, queued.text);
-    const job = await waitFor(async () => {
-      const j = await api('GET', `/api/jobs/${queued.body.jobId}`);
-      return j.body.state === 'completed' || j.body.state === 'dead' ? j.body : null;
-    }, { timeoutMs: 180_000, message: 'the generation job' });
-    assert.equal(job.state, 'completed', JSON.stringify(job.errors));
-    const missionId = job.result.missionId as string;
+    const progress = await waitFor(async () => {
+      const p = await api('GET', `/api/missions/requests/${queued.body.jobId}`);
+      return p.body.state === 'proven' || p.body.state === 'failed' ? p.body : null;
+    }, { timeoutMs: 180_000, message: 'the request to be proven' });
+    assert.equal(progress.state, 'proven', JSON.stringify(progress));
+    const missionId = progress.missionId as string;
 
     const pending = await admin('GET', '/api/missions?qaStatus=pending');
     assert.deepEqual(pending.body.missions.map((m: { id: string }) => m.id), [missionId]);
@@ -121,15 +126,16 @@ test('without bubblewrap: a clear warning at start, the status says why, generat
     const tokens = JSON.parse(readFileSync(join(dataDir, 'no-bwrap', 'tokens.json'), 'utf8'));
     const status = await call(server.url, tokens.adminToken, 'GET', '/api/missions/status');
     assert.equal(status.body.sandbox.state, 'unavailable');
+    assert.equal(status.body.sandbox.bounds, null);
 
     const queued = await call(server.url, tokens.apiToken, 'POST', '/api/missions/request', { userId: 'cy', role: 'marketing-analyst' });
     assert.equal(queued.status, 202, queued.text);
-    const job = await waitFor(async () => {
-      const j = await server.sluice.get(queued.body.jobId);
-      return j?.state === 'completed' || j?.state === 'dead' ? j : null;
-    }, { timeoutMs: 180_000, message: 'the generation job' });
-    assert.equal(job.state, 'completed', JSON.stringify(job.errors));
-    const mission = await call(server.url, tokens.adminToken, 'GET', `/api/missions/${(job.result as { missionId: string }).missionId}`);
+    const progress = await waitFor(async () => {
+      const p = await call(server.url, tokens.apiToken, 'GET', `/api/missions/requests/${queued.body.jobId}`);
+      return p.body.state === 'proven' || p.body.state === 'failed' ? p.body : null;
+    }, { timeoutMs: 180_000, message: 'the request to be proven' });
+    assert.equal(progress.state, 'proven', JSON.stringify(progress));
+    const mission = await call(server.url, tokens.adminToken, 'GET', `/api/missions/${progress.missionId}`);
     assert.equal(mission.body.language, 'sql');
   } finally {
     await server.close();

@@ -73,6 +73,8 @@ test('QA: see the diff and the proof of a pending mission, approve it, see it se
   await waitFor(async () => (await text(page, `${row} [data-field="pending"]`)) === '1', { message: 'one mission pending in data' });
   assert.equal(await text(page, `${row} [data-field="servable"]`), '0');
   assert.match(await text(page, '#missions-sandbox'), /Sandbox/);
+  assert.match(await text(page, '#missions-caps'), /generation \d+ at once .* proofs \d+ and gradings \d+ at once/);
+  assert.match(await text(page, '#missions-bounds'), /Processes and threads/);
   assert.equal(await page.locator('[data-queue="missions.generate"]').count(), 1, 'the generation queue is shown');
 
   await page.getByRole('link', { name: /QA review: 1 mission/ }).click();

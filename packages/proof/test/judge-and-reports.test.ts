@@ -9,7 +9,7 @@ function run(tests: Record<string, Partial<TestResult>>, extra: Partial<SuiteRes
   for (const [id, t] of Object.entries(tests)) full[id] = { id, status: 'passed', ...t };
   return {
     language: 'python', ran: true, tests: full, setupError: null, problems: [], timedOut: false,
-    durationMs: 1, output: '', outputTruncated: false, sandboxed: true, exitCode: 0, ...extra,
+    durationMs: 1, output: '', outputTruncated: false, sandboxed: true, exitCode: 0, usage: null, ...extra,
   };
 }
 const codes = (v: ReturnType<typeof judge>) => v.reasons.map((r) => `${r.run}:${r.code}`);
