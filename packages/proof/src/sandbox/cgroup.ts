@@ -213,6 +213,13 @@ async function removeDir(dir: string, deadline: number): Promise<boolean> {
   }
 }
 
+/** Makes and removes a group under `parent`: the parent may exist (another user made it) and still not be ours to use. */
+async function probeChild(parent: string): Promise<void> {
+  const probe = join(parent, `probe-${process.pid}-${randomBytes(4).toString('hex')}`);
+  await mkdir(probe);
+  await rmdir(probe);
+}
+
 /** Stale when its engine is gone, or when it is older than any run can be. */
 function isStale(name: string, staleAfterMs: number): boolean {
   const match = RUN_NAME.exec(name);
@@ -232,6 +239,7 @@ async function v2Host(parent: string, makeParent: boolean): Promise<{ host: Cgro
       await mkdir(parent, { recursive: true });
     }
     await enableControllers(parent);
+    await probeChild(parent);
   } catch (error) {
     return { why: `cannot use cgroup v2 at ${parent}: ${(error as Error).message}` };
   }
@@ -329,9 +337,12 @@ async function v1Host(pids: string, memory: string, cpu: string | undefined, cpu
   // cpu and cpuacct may be one co-mounted hierarchy; each hierarchy gets one directory.
   const hierarchies = [...new Set([pids, memory, cpu, cpuacct].filter((p): p is string => p !== undefined))];
   try {
-    for (const mount of hierarchies) await mkdir(join(mount, PARENT), { recursive: true });
+    for (const mount of hierarchies) {
+      await mkdir(join(mount, PARENT), { recursive: true });
+      await probeChild(join(mount, PARENT));
+    }
   } catch (error) {
-    return { why: `cannot make ${PARENT} in the cgroup v1 hierarchies: ${(error as Error).message}` };
+    return { why: `cannot make groups under ${PARENT} in the cgroup v1 hierarchies: ${(error as Error).message}` };
   }
   const host: CgroupHost = {
     version: 'v1',
