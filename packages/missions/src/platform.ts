@@ -158,12 +158,14 @@ function describe(missions: Missions, sandbox: SandboxStatus, settings: Platform
   if (sandbox.state === 'isolated') lines.push(`missions: sandbox ok: ${sandbox.detail}`);
   else if (sandbox.state === 'unsandboxed') lines.push(`missions: WARNING: ${sandbox.detail}`);
   else {
-    const noSandbox = sandbox.detail.startsWith('sandbox_unavailable');
-    lines.push(
-      `missions: WARNING: Python and JavaScript proofs and gradings cannot run here: ${sandbox.detail.split('. ')[0]}.`,
-      noSandbox
-        ? 'missions:   install bubblewrap (apt-get install bubblewrap), or set SLUICE_PROOF_ALLOW_UNSANDBOXED=1 to run untrusted code without isolation on purpose;'
-        : 'missions:   install what the message names (python3-pytest and python3-pytest-timeout on Debian);',
+    const fix = sandbox.detail.includes('bubblewrap is not usable')
+      ? 'missions:   install bubblewrap (apt-get install bubblewrap), or set SLUICE_PROOF_ALLOW_UNSANDBOXED=1 to run untrusted code without isolation on purpose;'
+      : sandbox.detail.includes('no kernel-enforced bound')
+        ? 'missions:   run as root where cgroup v1 or v2 has the pids and memory controllers, or set SLUICE_PROOF_CGROUP_ROOT to a delegated cgroup v2 subtree, or set SLUICE_PROOF_ALLOW_UNBOUNDED_PROCESSES=1 to accept the risk on purpose;'
+        : sandbox.detail.startsWith('sandbox_unavailable')
+          ? 'missions:   fix what the message names;'
+          : 'missions:   install what the message names (python3-pytest and python3-pytest-timeout on Debian);';
+    lines.push(`missions: WARNING: Python and JavaScript proofs and gradings cannot run here: ${sandbox.detail.split('. ')[0]}.`, fix,
       `missions:   until then ${missions.generator.kind === 'offline' ? 'the offline generator draws SQL challenges only (they run inside PostgreSQL)' : 'generation jobs for those languages fail'}.`,
     );
   }
