@@ -338,6 +338,7 @@ export class Missions {
   }
 
   private async review(id: string, decision: 'approved' | 'rejected', note?: string): Promise<Mission> {
+    if (note !== undefined && note !== null) checkStorable(note, 'note');
     const { rows } = await this.pool.query(sql('ReviewMission'), [checkNumericId(id, 'mission'), decision, note ?? null]);
     if (rows[0]) return missionFromRow(rows[0]);
     const current = await this.getMission(id);
@@ -363,6 +364,7 @@ export class Missions {
     if (given.length === 0 || given.some((path) => !allowed.includes(path) || typeof files[path] !== 'string')) {
       throw new MissionsError('validation', `a submission holds text for the solution files only: ${allowed.join(', ')}`);
     }
+    for (const path of given) checkStorable(files[path]!, `files[${JSON.stringify(path)}]`);
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
@@ -427,6 +429,21 @@ function seedOf(jobId: string): number {
 function checkId(value: unknown, field: string): void {
   if (typeof value !== 'string' || value.length === 0 || value.length > 200) {
     throw new MissionsError('validation', `${field} must be a non-empty string of at most 200 characters`);
+  }
+  checkStorable(value, field);
+}
+
+// With the u flag a proper pair is one code point, so this finds only unpaired halves.
+const UNSTORABLE = /[\u0000\ud800-\udfff]/u;
+
+/**
+ * Text bound for a text or jsonb column: PostgreSQL refuses NUL in both (the statement
+ * fails), and UTF-8 cannot encode an unpaired surrogate (the driver would store U+FFFD in
+ * its place, silently). Refused here, before any statement, so nothing is written.
+ */
+function checkStorable(value: string, field: string): void {
+  if (UNSTORABLE.test(value)) {
+    throw new MissionsError('validation', `${field} must not contain NUL characters or unpaired surrogates (PostgreSQL cannot store them)`);
   }
 }
 

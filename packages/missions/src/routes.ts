@@ -17,6 +17,7 @@
  * `{ error: <stable code>, message }`, like the server's.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, onRequestHookHandler } from 'fastify';
+import { STORABLE_TEXT, validationMessage } from '@sluice/server';
 import { KeyLimitError, QueueFullError, SluiceError, httpStatusOf } from 'sluice';
 import { MissionsError, missionsHttpStatus } from './errors.js';
 import type { Missions } from './missions.js';
@@ -31,6 +32,9 @@ export interface MissionsRoutesOptions {
 }
 
 const id = { type: 'object', required: ['id'], properties: { id: { type: 'string', pattern: '^[0-9]{1,18}$' } } } as const;
+/** Text the platform stores: PostgreSQL cannot hold NUL, nor UTF-8 an unpaired surrogate. */
+const storable = (minLength: number, maxLength?: number) =>
+  ({ type: 'string', minLength, ...(maxLength === undefined ? {} : { maxLength }), pattern: STORABLE_TEXT }) as const;
 
 export async function missionsRoutes(app: FastifyInstance, { missions, apiAuth, adminAuth }: MissionsRoutesOptions): Promise<void> {
   // The plugin is encapsulated: this handler answers for these routes only.
@@ -40,7 +44,7 @@ export async function missionsRoutes(app: FastifyInstance, { missions, apiAuth, 
       if (err instanceof QueueFullError || err instanceof KeyLimitError) reply.header('retry-after', String(err.retryAfterSeconds));
       return fail(reply, httpStatusOf(err.code), err.code, err.message);
     }
-    if ((err as FastifyError).validation) return fail(reply, 400, 'validation', err.message);
+    if ((err as FastifyError).validation) return fail(reply, 400, 'validation', validationMessage(err as FastifyError));
     // Anything else (the host's 401/403, a 413 or 415, an unexpected failure) goes to the
     // host's error handler, so these routes answer exactly like the server's own.
     throw err;
@@ -53,7 +57,7 @@ export async function missionsRoutes(app: FastifyInstance, { missions, apiAuth, 
         type: 'object',
         required: ['userId', 'role'],
         additionalProperties: false,
-        properties: { userId: { type: 'string', minLength: 1, maxLength: 200 }, role: { type: 'string', minLength: 1, maxLength: 100 } },
+        properties: { userId: storable(1, 200), role: storable(1, 100) },
       },
     },
   }, async (request, reply) => {
@@ -78,7 +82,7 @@ export async function missionsRoutes(app: FastifyInstance, { missions, apiAuth, 
         type: 'object',
         required: ['files'],
         additionalProperties: false,
-        properties: { files: { type: 'object', additionalProperties: { type: 'string' } } },
+        properties: { files: { type: 'object', additionalProperties: storable(0) } },
       },
     },
   }, async (request, reply) => reply.code(202).send(await missions.submit(request.params.id, request.body.files)));

@@ -91,3 +91,43 @@ test('submissions: 202 queued with its grading job; readable; only solution file
   const foreign = await app.inject({ method: 'POST', url: `/api/instances/${instanceId}/submissions`, headers: api, payload: { files: { 'test_a.py': 'x' } } });
   assert.deepEqual([foreign.statusCode, foreign.json().error], [400, 'validation']);
 });
+
+/** Every row the platform and its queues hold, as one text: equal before and after means nothing was written. */
+async function snapshot(): Promise<string> {
+  const tables = ['missions.mission', 'missions.instance', 'missions.submission', 'sluice.job'];
+  const parts = tables.map((t) => `(SELECT md5(coalesce(string_agg(r::text, '|' ORDER BY r::text), '')) FROM ${t} r)`);
+  const { rows } = await h.pool.query(`SELECT ${parts.join(" || ':' || ")} AS sum`);
+  return rows[0].sum as string;
+}
+
+test('text PostgreSQL cannot store (NUL, an unpaired surrogate) in a note, user, role or file: 400 naming the field, nothing written', async () => {
+  const pending = await insertMission(h.pool, { domain: 'engineering', qaStatus: 'pending' });
+  await insertMission(h.pool, { domain: 'engineering' });
+  const served = await app.inject({ method: 'POST', url: '/api/missions/request', headers: api, payload: { userId: 'eve', role: 'software-engineer' } });
+  assert.equal(served.statusCode, 200, served.body);
+  const instanceId = served.json().instance.id;
+  const before = await snapshot();
+  const cases: [string, string, Record<string, unknown>, string, boolean][] = [
+    ['approve, NUL in the note', `/api/missions/${pending}/approve`, { note: 'a\u0000b' }, 'note', true],
+    ['reject, an unpaired surrogate in the note', `/api/missions/${pending}/reject`, { note: 'a\ud800b' }, 'note', true],
+    ['request, NUL in the user', '/api/missions/request', { userId: 'eve\u0000', role: 'software-engineer' }, 'userId', false],
+    ['request, an unpaired surrogate in the user', '/api/missions/request', { userId: '\udc00', role: 'software-engineer' }, 'userId', false],
+    ['request, NUL in the role', '/api/missions/request', { userId: 'eve', role: 'software-engineer\u0000' }, 'role', false],
+    ['submission, NUL in a file', `/api/instances/${instanceId}/submissions`, { files: { 'a.py': 'print(1)\u0000' } }, 'files', false],
+    ['submission, an unpaired surrogate in a file', `/api/instances/${instanceId}/submissions`, { files: { 'a.py': '\ud83d' } }, 'files', false],
+  ];
+  const wrong: string[] = [];
+  for (const [name, url, payload, field, asAdmin] of cases) {
+    const res = await app.inject({ method: 'POST', url, headers: asAdmin ? admin : api, payload });
+    const body = res.json();
+    const said = new RegExp(`\\b${field}\\b.* must not contain NUL characters or unpaired surrogates`).test(body.message);
+    if (res.statusCode !== 400 || body.error !== 'validation' || !said) wrong.push(`${name} → ${res.statusCode} ${res.body}`);
+  }
+  assert.deepEqual(wrong, []);
+  assert.equal(await snapshot(), before, 'a refused request wrote rows');
+  // The platform refuses the same text when called as a library.
+  await assert.rejects(h.missions.approve(pending, 'a\u0000b'), { code: 'validation', message: /note must not contain NUL/ });
+  await assert.rejects(h.missions.request({ userId: 'eve\u0000', role: 'software-engineer' }), { code: 'validation', message: /userId must not contain NUL/ });
+  await assert.rejects(h.missions.submit(instanceId, { 'a.py': 'x\u0000' }), { code: 'validation', message: /files\["a.py"\] must not contain NUL/ });
+  assert.equal(await snapshot(), before, 'a refused call wrote rows');
+});

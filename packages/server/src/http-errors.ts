@@ -49,8 +49,12 @@ export function frameworkErrorHandler(err: FastifyError, _request: FastifyReques
   else void send(reply, 400, 'validation', err.message);
 }
 
-/** Ajv's words, except for the storable-text pattern, whose regular expression explains nothing. */
-function validationMessage(err: FastifyError): string {
+/**
+ * Ajv's words, except for the storable-text pattern, whose regular expression explains
+ * nothing. Exported so that an application's routes (which may answer their own schema
+ * errors) say the same thing.
+ */
+export function validationMessage(err: FastifyError): string {
   const first = err.validation?.[0];
   if (first?.keyword === 'pattern' && (first.params as { pattern?: string }).pattern === STORABLE_TEXT) {
     const where = `${err.validationContext ?? 'body'}${first.instancePath}`;

@@ -75,6 +75,33 @@ test('every error is { error, message }: bad input 400, unknown queue 404, too l
   assert.equal((await server.sluice.stats('errors')).ready, 0);
 });
 
+test('text PostgreSQL cannot store (NUL, an unpaired surrogate), nested anywhere in data, keys, results or errors: 400 naming the field, nothing written', async () => {
+  await server.sluice.queues.put('text', {});
+  await server.sluice.send('text', 'to claim');
+  const [job] = await server.sluice.claim('text');
+  const jobsBefore = (await server.sluice.pool.query("SELECT count(*)::int AS n, md5(coalesce(string_agg(j::text, '|' ORDER BY id), '')) AS sum FROM sluice.job j")).rows[0];
+  const lease = { leaseToken: job!.leaseToken };
+  const cases: [string, string, unknown, RegExp][] = [
+    ['data: a NUL in a nested string', '/api/queues/text/jobs', { data: { a: ['ok', { b: 'x\u0000' }] } }, /data\.a\[1\]\.b\b.*NUL/],
+    ['data: a NUL in a key', '/api/queues/text/jobs', { data: { 'a\u0000': 1 } }, /data\b.*NUL/],
+    ['data: an unpaired surrogate', '/api/queues/text/jobs', { data: ['\ud800'] }, /data\[0\].*unpaired surrogate/],
+    ['key: a NUL', '/api/queues/text/jobs', { data: 1, key: 'a\u0000' }, /key\b.*NUL/],
+    ['singletonKey: an unpaired surrogate', '/api/queues/text/jobs', { data: 1, singletonKey: '\udfff' }, /singletonKey\b.*unpaired surrogate/],
+    ['bulk: a NUL in the second item', '/api/queues/text/jobs/bulk', { jobs: [{ data: 1 }, { data: { deep: { er: 'x\u0000' } } }] }, /items\[1\]\.data\.deep\.er\b.*NUL/],
+    ['result: a NUL in a nested string', `/api/jobs/${job!.id}/complete`, { ...lease, result: { out: ['\u0000'] } }, /result\.out\[0\].*NUL/],
+    ['result: an unpaired surrogate in a key', `/api/jobs/${job!.id}/complete`, { ...lease, result: { '\udc00': true } }, /result\b.*unpaired surrogate/],
+    ['error: a NUL in the message', `/api/jobs/${job!.id}/fail`, { ...lease, error: { message: 'boom\u0000' } }, /error\/message.*NUL/],
+  ];
+  const wrong: string[] = [];
+  for (const [name, path, body, says] of cases) {
+    const answer = await producer('POST', path, body);
+    if (answer.status !== 400 || answer.body?.error !== 'validation' || !says.test(answer.body.message)) wrong.push(`${name} → ${answer.status} ${answer.text}`);
+  }
+  assert.deepEqual(wrong, []);
+  const jobsAfter = (await server.sluice.pool.query("SELECT count(*)::int AS n, md5(coalesce(string_agg(j::text, '|' ORDER BY id), '')) AS sum FROM sluice.job j")).rows[0];
+  assert.deepEqual(jobsAfter, jobsBefore, 'a refused request wrote rows');
+});
+
 test('bulk send is all-or-nothing', async () => {
   await server.sluice.queues.put('bulk', { maxPerKey: 2 });
   const ok = await producer('POST', '/api/queues/bulk/jobs/bulk', { jobs: [{ data: 1, key: 'k' }, { data: 2, key: 'k' }, { data: 3 }] });
