@@ -18,7 +18,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, onRequestHookHandler } from 'fastify';
 import { STORABLE_TEXT, validationMessage } from '@sluice/server';
-import { KeyLimitError, QueueFullError, SluiceError, httpStatusOf } from 'sluice';
+import { AdmissionUnavailableError, KeyLimitError, QueueFullError, SluiceError, httpStatusOf } from 'sluice';
 import { MissionsError, missionsHttpStatus } from './errors.js';
 import type { Missions } from './missions.js';
 import type { QaStatus } from './types.js';
@@ -41,7 +41,9 @@ export async function missionsRoutes(app: FastifyInstance, { missions, apiAuth, 
   app.setErrorHandler((err: FastifyError | Error, request, reply) => {
     if (err instanceof MissionsError) return fail(reply, missionsHttpStatus(err.code), err.code, err.message);
     if (err instanceof SluiceError) {
-      if (err instanceof QueueFullError || err instanceof KeyLimitError) reply.header('retry-after', String(err.retryAfterSeconds));
+      if (err instanceof QueueFullError || err instanceof KeyLimitError || err instanceof AdmissionUnavailableError) {
+        reply.header('retry-after', String(err.retryAfterSeconds));
+      }
       return fail(reply, httpStatusOf(err.code), err.code, err.message);
     }
     if ((err as FastifyError).validation) return fail(reply, 400, 'validation', validationMessage(err as FastifyError));

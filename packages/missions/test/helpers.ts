@@ -1,7 +1,7 @@
 /** Shared set-up: a migrated database per test file, Sluice on it, and the platform. */
 import pg from 'pg';
 import { waitFor } from '@sluice/testkit';
-import { Sluice } from 'sluice';
+import { Sluice, type SluiceOptions } from 'sluice';
 import { createTestDatabase, type TestDatabase } from '@sluice/testkit';
 import type { EngineOptions } from '@sluice/proof';
 import { Missions, type MissionsOptions, type RequestProgress } from '../src/index.js';
@@ -21,9 +21,12 @@ export function engine(role: string): EngineOptions {
   return { database: { adminUrl, runnerRole: role } };
 }
 
-export async function harness(options: Omit<MissionsOptions, 'sluice' | 'pool' | 'connectionString'> = {}): Promise<Harness> {
+export async function harness(
+  options: Omit<MissionsOptions, 'sluice' | 'pool' | 'connectionString'> = {},
+  sluiceOptions: Omit<SluiceOptions, 'connectionString' | 'pool'> = {},
+): Promise<Harness> {
   const db = await createTestDatabase();
-  const sluice = new Sluice({ connectionString: db.url });
+  const sluice = new Sluice({ connectionString: db.url, ...sluiceOptions });
   const pool = new pg.Pool({ connectionString: db.url, max: 25 });
   // pool.end() resolves before its connections have closed, and the database is then
   // dropped WITH (FORCE): a connection still closing is terminated, which is expected here.

@@ -45,6 +45,33 @@ test('request: 200 from the pool, 202 with a job id otherwise, 429 past 3 per us
   assert.ok(shed.headers['retry-after']);
 });
 
+test('request: 503 admission_unavailable with Retry-After when the generation queue cannot count in time; nothing written', { timeout: 60_000 }, async () => {
+  const timed = await harness({}, { statementTimeoutMs: 300 });
+  const timedApp = Fastify();
+  await timedApp.register(missionsRoutes, { missions: timed.missions, apiAuth: token('api'), adminAuth: token('admin') });
+  await timedApp.ready();
+  // Another session holds the lock the generation queue's depth count takes.
+  const holder = await timed.pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query("SELECT pg_advisory_xact_lock(hashtext('sluice.pending'), hashtext('missions.generate'))");
+    const refused = await timedApp.inject({ method: 'POST', url: '/api/missions/request', headers: api, payload: { userId: 'zed', role: 'data-analyst' } });
+    assert.equal(refused.statusCode, 503, refused.body);
+    assert.equal(refused.json().error, 'admission_unavailable');
+    assert.equal(refused.headers['retry-after'], '5');
+    assert.match(refused.json().message, /statement timeout/);
+    await holder.query('ROLLBACK');
+    const { rows } = await timed.pool.query('SELECT (SELECT count(*) FROM sluice.job)::int AS jobs, (SELECT count(*) FROM missions.instance)::int AS instances');
+    assert.deepEqual(rows[0], { jobs: 0, instances: 0 });
+    const accepted = await timedApp.inject({ method: 'POST', url: '/api/missions/request', headers: api, payload: { userId: 'zed', role: 'data-analyst' } });
+    assert.equal(accepted.statusCode, 202, accepted.body);
+  } finally {
+    holder.release();
+    await timedApp.close();
+    await timed.close();
+  }
+});
+
 test('bad input and credentials: 400 unknown role or body, 401 without the token, 404 unknown ids', async () => {
   const role = await app.inject({ method: 'POST', url: '/api/missions/request', headers: api, payload: { userId: 'x', role: 'pilot' } });
   assert.deepEqual([role.statusCode, role.json().error], [400, 'unknown_role']);

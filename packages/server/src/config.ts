@@ -23,6 +23,14 @@ export interface ServerConfig {
   maxBodyBytes: number;
   /** Database connections this server opens. */
   dbPoolSize: number;
+  /**
+   * `statement_timeout` of the server's connections; 0 = none. With the pool-acquire
+   * timeout it bounds how long a send waits for its admission count: past it the send is
+   * refused (503 `admission_unavailable`) instead of waiting on a blocked database.
+   */
+  statementTimeoutMs: number;
+  /** Longest wait for a pooled connection (all busy) or a new one to connect; 0 = none. */
+  poolAcquireTimeoutMs: number;
   /** How long SIGTERM waits for in-flight work before closing connections. */
   shutdownTimeoutMs: number;
   maintenanceIntervalMs: number;
@@ -40,6 +48,14 @@ const USAGE = `Usage: sluice-server [options]
   --max-body-bytes <n>     largest request body and job payload (SLUICE_MAX_BODY_BYTES, default 1048576)
   --no-demo-queue          do not create the "demo" queue on first start (SLUICE_DEMO_QUEUE=0)
   -h, --help               this help
+
+Database (environment):
+  SLUICE_DB_POOL_SIZE              connections the server opens (default 20)
+  SLUICE_STATEMENT_TIMEOUT_MS      longest a statement may run, 0 = none (default 3000)
+  SLUICE_POOL_ACQUIRE_TIMEOUT_MS   longest wait for a free connection, 0 = none (default 1500)
+  With both defaults a send is answered within 5 s: past either, a send is refused with
+  503 admission_unavailable and Retry-After. Behind PgBouncer, which refuses a statement
+  timeout at connection, set SLUICE_STATEMENT_TIMEOUT_MS=0 and set it on the role instead.
 `;
 
 export class ConfigError extends Error {}
@@ -91,6 +107,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = process
     adminToken: env.SLUICE_ADMIN_TOKEN || undefined,
     maxBodyBytes: integer(str('max-body-bytes') ?? env.SLUICE_MAX_BODY_BYTES, '--max-body-bytes', 1024 * 1024, 1024),
     dbPoolSize: integer(env.SLUICE_DB_POOL_SIZE, 'SLUICE_DB_POOL_SIZE', 20, 1),
+    // 1.5 s for a connection and 3 s for the statement: a send is answered (accepted or
+    // refused) within 5 s even when the database is blocked or every connection is busy.
+    statementTimeoutMs: integer(env.SLUICE_STATEMENT_TIMEOUT_MS, 'SLUICE_STATEMENT_TIMEOUT_MS', 3_000),
+    poolAcquireTimeoutMs: integer(env.SLUICE_POOL_ACQUIRE_TIMEOUT_MS, 'SLUICE_POOL_ACQUIRE_TIMEOUT_MS', 1_500),
     shutdownTimeoutMs: integer(env.SLUICE_SHUTDOWN_TIMEOUT_MS, 'SLUICE_SHUTDOWN_TIMEOUT_MS', 10_000),
     maintenanceIntervalMs: integer(env.SLUICE_MAINTENANCE_INTERVAL_MS, 'SLUICE_MAINTENANCE_INTERVAL_MS', 5_000, 10),
     createDemoQueue: values['no-demo-queue'] !== true && env.SLUICE_DEMO_QUEUE !== '0',

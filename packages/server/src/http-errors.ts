@@ -6,7 +6,7 @@
  */
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { KeyLimitError, QueueFullError, SluiceError, ValidationError, httpStatusOf } from 'sluice';
+import { AdmissionUnavailableError, KeyLimitError, QueueFullError, SluiceError, ValidationError, httpStatusOf } from 'sluice';
 import { installJsonBodyParser } from './json-body.js';
 import { STORABLE_TEXT } from './schemas.js';
 
@@ -94,10 +94,15 @@ export function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | Error, request, reply) => {
     if (err instanceof HttpError) return send(reply, err.statusCode, err.code, err.message);
     if (err instanceof SluiceError) {
-      if (err instanceof QueueFullError || err instanceof KeyLimitError) reply.header('retry-after', String(err.retryAfterSeconds));
+      if (err instanceof QueueFullError || err instanceof KeyLimitError || err instanceof AdmissionUnavailableError) {
+        reply.header('retry-after', String(err.retryAfterSeconds));
+      }
       if (err instanceof ValidationError && isPayloadTooLarge(err)) return send(reply, 413, 'payload_too_large', err.message);
       const status = httpStatusOf(err.code);
-      if (status >= 500 && err.code !== 'queue_full') request.log.error({ err: err.message, code: err.code }, 'request failed');
+      // A count that failed is the database's trouble, not the request's: worth a warning
+      // (the sluice_sends_admission_unavailable_total counter counts them), not an error each.
+      if (err instanceof AdmissionUnavailableError) request.log.warn({ err: err.message, code: err.code }, 'admission unavailable');
+      else if (status >= 500 && err.code !== 'queue_full') request.log.error({ err: err.message, code: err.code }, 'request failed');
       return send(reply, status, err.code, err.message);
     }
     const fastifyError = err as FastifyError;

@@ -47,7 +47,13 @@ export async function startServer(
       databaseUrl = embedded.url;
       print(`${embedded.initialised ? 'created' : 'reusing'} embedded PostgreSQL in ${config.pgDataDir} (127.0.0.1:${embedded.port})`);
     }
-    sluice = new Sluice({ connectionString: databaseUrl, maxPayloadBytes: config.maxBodyBytes, maxPoolSize: config.dbPoolSize });
+    sluice = new Sluice({
+      connectionString: databaseUrl,
+      maxPayloadBytes: config.maxBodyBytes,
+      maxPoolSize: config.dbPoolSize,
+      ...(config.statementTimeoutMs > 0 ? { statementTimeoutMs: config.statementTimeoutMs } : {}),
+      ...(config.poolAcquireTimeoutMs > 0 ? { connectionTimeoutMs: config.poolAcquireTimeoutMs } : {}),
+    });
     const migrated = await sluice.migrate();
     if (migrated.applied.length) print(`applied migrations: ${migrated.applied.join(', ')}`);
     if (config.createDemoQueue && (await sluice.queues.list()).length === 0) {

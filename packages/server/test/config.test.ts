@@ -22,6 +22,16 @@ test('environment variables, and flags over them', () => {
   assert.deepEqual([flags.port, flags.host, flags.databaseUrl, flags.dataDir, flags.pgDataDir, flags.maxBodyBytes], [0, '::1', 'postgres://flag', '/d', '/d/pg', 4096]);
 });
 
+test('database timeouts: by default a send is answered within 5 s; each is configurable, 0 turns it off', () => {
+  const c = loadConfig([], {});
+  assert.deepEqual([c.statementTimeoutMs, c.poolAcquireTimeoutMs], [3000, 1500]);
+  assert.ok(c.statementTimeoutMs + c.poolAcquireTimeoutMs < 5000);
+  const set = loadConfig([], { SLUICE_STATEMENT_TIMEOUT_MS: '250', SLUICE_POOL_ACQUIRE_TIMEOUT_MS: '0' });
+  assert.deepEqual([set.statementTimeoutMs, set.poolAcquireTimeoutMs], [250, 0]);
+  assert.throws(() => loadConfig([], { SLUICE_STATEMENT_TIMEOUT_MS: '3s' }), /SLUICE_STATEMENT_TIMEOUT_MS must be an integer/);
+  assert.throws(() => loadConfig([], { SLUICE_POOL_ACQUIRE_TIMEOUT_MS: '-1' }), /SLUICE_POOL_ACQUIRE_TIMEOUT_MS must be an integer/);
+});
+
 test('bad values are refused with the reason', () => {
   assert.throws(() => loadConfig(['--port', '-1'], {}), ConfigError);
   assert.throws(() => loadConfig([], { SLUICE_MAX_BODY_BYTES: '10' }), /at least 1024/);

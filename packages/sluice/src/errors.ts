@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'queue_not_found'
   | 'job_not_found'
   | 'queue_full'
+  | 'admission_unavailable'
   | 'key_limit'
   | 'invalid_state'
   | 'lease_lost'
@@ -61,6 +62,33 @@ export class QueueFullError extends SluiceError {
   }
 }
 
+/**
+ * Admission could not be decided, so the send is refused: the statement that counts and
+ * inserts ran out of time (`statement_timeout`, `lock_timeout`), no pooled connection came
+ * free within `connectionTimeoutMs`, the connection was lost or refused, or the database
+ * gave up on a serialization failure or deadlock. Admission fails closed: an uncounted job
+ * could pass `maxPending` or `maxPerKey`, so the answer is "no capacity now" (HTTP 503 with
+ * `Retry-After`). Nothing was enqueued (the statement's transaction rolled back, or never
+ * began), with one exception the database cannot rule out: a connection lost while the
+ * statement ran may have lost the reply to a commit. A `singletonKey` makes the retry safe.
+ * In a caller's transaction (`client`), that transaction is aborted and must be rolled back.
+ * The database's own error is the `cause`.
+ */
+export class AdmissionUnavailableError extends SluiceError {
+  readonly queue: string;
+  readonly retryAfterSeconds: number;
+  constructor(queue: string, retryAfterSeconds: number, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(
+      'admission_unavailable',
+      `queue "${queue}" cannot admit jobs right now: the admission count failed (${reason}); retry after ${retryAfterSeconds} s`,
+      { cause },
+    );
+    this.queue = queue;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
 /** The key already has `maxPerKey` jobs pending or active. Nothing was enqueued. */
 export class KeyLimitError extends SluiceError {
   readonly queue: string;
@@ -108,6 +136,7 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   queue_not_found: 404,
   job_not_found: 404,
   queue_full: 503,
+  admission_unavailable: 503,
   key_limit: 429,
   invalid_state: 409,
   lease_lost: 409,

@@ -6,6 +6,7 @@ export {
   QueueNotFoundError,
   JobNotFoundError,
   QueueFullError,
+  AdmissionUnavailableError,
   KeyLimitError,
   InvalidStateError,
   LeaseLostError,

@@ -19,6 +19,7 @@ export class Metrics {
   readonly dead: Counter<'queue'>;
   readonly shed: Counter<'queue'>;
   readonly keyLimited: Counter<'queue'>;
+  readonly admissionUnavailable: Counter<'queue'>;
   readonly leaseLost: Counter<'queue'>;
   readonly swept: Counter<'queue'>;
   readonly slotsFreed: Counter<'queue'>;
@@ -40,6 +41,10 @@ export class Metrics {
     this.dead = counter('sluice_jobs_dead_total', 'Jobs that went dead here (attempts spent).');
     this.shed = counter('sluice_sends_shed_total', 'Sends refused because the queue was full (HTTP 503).');
     this.keyLimited = counter('sluice_sends_key_limited_total', 'Sends refused because the key was at its limit (HTTP 429).');
+    this.admissionUnavailable = counter(
+      'sluice_sends_admission_unavailable_total',
+      'Sends refused because the admission count failed: a timeout, a lost connection, no pooled connection in time (HTTP 503).',
+    );
     this.leaseLost = counter('sluice_lease_lost_total', 'Results fenced out because the lease was lost.');
     this.swept = counter('sluice_jobs_swept_total', 'Expired leases swept by this process.');
     this.slotsFreed = counter('sluice_stray_slots_freed_total', 'Cap slots held by jobs no longer running them, freed by this process (a fault: alert on any).');

@@ -12,7 +12,7 @@ import { Db } from './db/db.js';
 import { Listener } from './db/listener.js';
 import { assertSchemaCurrent, migrate, type MigrateResult } from './db/migrate.js';
 import { channelOf } from './db/sql.js';
-import { ClosedError, KeyLimitError, QueueFullError, SchemaVersionError, ValidationError } from './errors.js';
+import { AdmissionUnavailableError, ClosedError, KeyLimitError, QueueFullError, SchemaVersionError, ValidationError } from './errors.js';
 import { Metrics } from './metrics.js';
 import type { Registry } from 'prom-client';
 import { Maintenance, type TickResult } from './maintenance/maintenance.js';
@@ -37,8 +37,19 @@ export interface SluiceOptions {
   maxPoolSize?: number;
   /** `application_name` of the connections Sluice opens (visible in pg_stat_activity). Default `sluice`. */
   applicationName?: string;
-  /** `statement_timeout` of the connections Sluice opens, in ms. Default none. */
+  /**
+   * `statement_timeout` of the connections Sluice opens, in ms. Default none. Bounds how
+   * long a send's admission count may wait (on a lock, on a slow database) before the send
+   * is refused with `AdmissionUnavailableError`. Migrations lift it for their own
+   * transactions, and the notification listener's connection runs no statements that wait.
+   */
   statementTimeoutMs?: number;
+  /**
+   * How long a statement waits for a pooled connection (all busy) or for a new one to
+   * connect, in ms (`pg`'s `connectionTimeoutMillis`). Default none: it waits. A send that
+   * times out here is refused with `AdmissionUnavailableError`.
+   */
+  connectionTimeoutMs?: number;
   /** Wake workers with LISTEN/NOTIFY. Turn off behind PgBouncer in transaction mode; polling still works. Default true. */
   notify?: boolean;
   /** Largest job payload or result, as UTF-8 JSON. Default 1 MiB. */
@@ -91,6 +102,8 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     this.now = clock ? () => clock() : () => null;
     this.logger = options.logger ?? pino({ name: 'sluice', level: process.env.SLUICE_LOG_LEVEL ?? 'info' });
     const statementTimeout = validateInt(options.statementTimeoutMs, 'statementTimeoutMs', { min: 1 }) ?? undefined;
+    const connectionTimeout = validateInt(options.connectionTimeoutMs, 'connectionTimeoutMs', { min: 1 }) ?? undefined;
+    const connectTimeout = connectionTimeout ? { connectionTimeoutMillis: connectionTimeout } : {};
     let listenerConfig: pg.ClientConfig;
     if (options.pool) {
       this.ownsPool = false;
@@ -99,12 +112,14 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     } else {
       this.ownsPool = true;
       const applicationName = options.applicationName ?? 'sluice';
-      listenerConfig = { connectionString: options.connectionString, application_name: `${applicationName}:listener` };
+      // No statement timeout on the listener: it only LISTENs, and waits for nothing.
+      listenerConfig = { connectionString: options.connectionString, application_name: `${applicationName}:listener`, ...connectTimeout };
       const pool = new pg.Pool({
         connectionString: options.connectionString,
         application_name: applicationName,
         max: validateInt(options.maxPoolSize, 'maxPoolSize', { min: 1, max: 1000 }) ?? 10,
         ...(statementTimeout ? { statement_timeout: statementTimeout } : {}),
+        ...connectTimeout,
       });
       // An idle connection that dies must not crash the process; the next query reconnects.
       pool.on('error', (err) => this.logger.warn({ err: err.message }, 'sluice: idle database connection lost'));
@@ -177,7 +192,11 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     }
   }
 
-  /** Enqueue one job. Throws `QueueFullError`, `KeyLimitError`, `ValidationError` or `QueueNotFoundError`. */
+  /**
+   * Enqueue one job. Throws `QueueFullError`, `KeyLimitError`, `ValidationError`,
+   * `QueueNotFoundError`, or `AdmissionUnavailableError` when the admission count could not
+   * be taken in time (see `statementTimeoutMs`, `connectionTimeoutMs`).
+   */
   send<Q extends keyof Tasks & string>(queue: Q, data: Tasks[Q], opts?: SendOptions): Promise<SendResult> {
     this.assertOpen();
     return this.countSends(queue, this.jobs.send(queue, data, opts).then((r) => [r]), 1).then((r) => r[0]!);
@@ -202,6 +221,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     } catch (err) {
       if (err instanceof QueueFullError) this.metrics.shed.inc({ queue }, attempted);
       else if (err instanceof KeyLimitError) this.metrics.keyLimited.inc({ queue }, attempted);
+      else if (err instanceof AdmissionUnavailableError) this.metrics.admissionUnavailable.inc({ queue }, attempted);
       throw err;
     }
   }

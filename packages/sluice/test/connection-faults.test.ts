@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { waitFor } from '@sluice/testkit';
-import { Sluice } from '../src/index.js';
+import { AdmissionUnavailableError, Sluice } from '../src/index.js';
 import { afterAll, makeSluice, memoryLogger, queueState, sqlClient, uniqueQueue } from './helpers.js';
 import { startOwnServer } from './fixtures/embedded-server.js';
 
@@ -74,7 +74,11 @@ test('database unreachable for 6 s: sends refused, nothing claimed; workers back
 
   await server.stop();
   const ranAtStop = runs.size;
-  await assert.rejects(producer.send(q, 'during the outage'), /ECONNREFUSED|connect|terminat/, 'a send fails closed');
+  await assert.rejects(
+    producer.send(q, 'during the outage'),
+    (err: unknown) => err instanceof AdmissionUnavailableError && /ECONNREFUSED|connect|terminat/.test(err.message),
+    'a send fails closed, refused as unavailable',
+  );
   const claimFailures = () => logger.records.filter((r) => r.msg === 'sluice: claim failed');
   await waitFor(() => claimFailures().length >= 4, { timeoutMs: 60_000, message: 'claims failing during the outage' });
   // Outage of about 6 s, measured from the stop (the waits above are part of it).

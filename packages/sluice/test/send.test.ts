@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
-import { KeyLimitError, QueueFullError, QueueNotFoundError, ValidationError } from '../src/index.js';
+import { AdmissionUnavailableError, KeyLimitError, QueueFullError, QueueNotFoundError, Sluice, ValidationError } from '../src/index.js';
+import { databaseUnavailable } from '../src/db/db.js';
 import { makeSluice, sqlClient, testDatabase, uniqueQueue } from './helpers.js';
 
 async function jobCount(queue: string): Promise<number> {
@@ -92,6 +93,130 @@ test('unknown queues are refused with QueueNotFoundError', async () => {
   await assert.rejects(sluice.sendMany('no-such-queue', [{ data: 1 }]), QueueNotFoundError);
   await assert.rejects(sluice.stats('no-such-queue'), QueueNotFoundError);
   await assert.rejects(sluice.queues.pause('no-such-queue'), QueueNotFoundError);
+});
+
+/** The refusal a send gets when its count could not be taken, with the database's error as the cause. */
+function admissionUnavailable(queue: string, cause: RegExp): (err: unknown) => boolean {
+  return (err) => {
+    assert.ok(err instanceof AdmissionUnavailableError, `expected AdmissionUnavailableError, got ${String(err)}`);
+    assert.equal(err.code, 'admission_unavailable');
+    assert.equal(err.queue, queue);
+    assert.equal(err.retryAfterSeconds, 5);
+    assert.match(String((err.cause as Error)?.message), cause);
+    return true;
+  };
+}
+
+/**
+ * Holds, from another session, the transaction-scoped advisory lock a send's count takes
+ * (migration 0002: depth per queue, or per queue and key), until `release()`.
+ */
+async function holdCountLock(queue: string, key?: string): Promise<{ release(): Promise<void> }> {
+  const client = await sqlClient();
+  await client.query('BEGIN');
+  if (key === undefined) await client.query("SELECT pg_advisory_xact_lock(hashtext('sluice.pending'), hashtext($1))", [queue]);
+  else await client.query("SELECT pg_advisory_xact_lock(hashtext('sluice.key'), hashtext($1 || '/' || $2))", [queue, key]);
+  return { release: () => client.query('ROLLBACK').then(() => undefined) };
+}
+
+test('a count that cannot be taken within the statement timeout refuses the send with AdmissionUnavailableError; nothing is written', async () => {
+  const sluice = await makeSluice({ statementTimeoutMs: 300 });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { maxPending: 10, maxPerKey: 5 });
+  const depth = await holdCountLock(q);
+  await assert.rejects(sluice.send(q, { a: 1 }), admissionUnavailable(q, /statement timeout/));
+  await assert.rejects(sluice.sendMany(q, [{ data: 1 }, { data: 2 }]), admissionUnavailable(q, /statement timeout/));
+  await depth.release();
+  const perKey = await holdCountLock(q, 'alice');
+  // The depth count is free again, so the send waits on the per-key count, and times out there.
+  await assert.rejects(sluice.send(q, { a: 1 }, { key: 'alice' }), admissionUnavailable(q, /statement timeout/));
+  assert.equal((await sluice.send(q, { a: 2 }, { key: 'bob' })).deduplicated, false, 'another key is counted under another lock');
+  await perKey.release();
+  assert.equal(await jobCount(q), 1, 'only the send whose count was taken wrote');
+  await sluice.send(q, { a: 3 }, { key: 'alice' });
+  assert.equal(await jobCount(q), 2);
+  assert.match(await sluice.metrics.text(), new RegExp(`sluice_sends_admission_unavailable_total\\{queue="${q}"\\} 4\\b`));
+});
+
+test('a count that waits past lock_timeout, or for a pooled connection past connectionTimeoutMs, refuses the send the same way', async () => {
+  const db = await testDatabase();
+  const q = uniqueQueue();
+  // lock_timeout set on the caller's own pool: the count's lock wait fails with 55P03.
+  const pool = new pg.Pool({ connectionString: db.url, lock_timeout: 200 });
+  const locking = new Sluice({ pool, logger: (await makeSluice()).logger });
+  await locking.queues.put(q, { maxPending: 10 });
+  const held = await holdCountLock(q);
+  await assert.rejects(locking.send(q, {}), admissionUnavailable(q, /lock timeout/));
+  await held.release();
+  await locking.close();
+  await pool.end();
+
+  // Every pooled connection busy: the send gives up waiting for one.
+  const small = await makeSluice({ maxPoolSize: 1, connectionTimeoutMs: 200 });
+  await small.send(q, { warm: true }); // connects, and checks the schema once
+  const busy = await small.pool.connect();
+  try {
+    await assert.rejects(small.send(q, {}), admissionUnavailable(q, /timeout exceeded when trying to connect/));
+    await assert.rejects(small.sendMany(q, [{ data: 1 }]), admissionUnavailable(q, /timeout exceeded when trying to connect/));
+  } finally {
+    busy.release();
+  }
+  assert.equal(await jobCount(q), 1);
+  await small.send(q, {});
+  assert.equal(await jobCount(q), 2);
+});
+
+test('a send that fails for any other reason keeps its own error: a programming error is not disguised as unavailability', async () => {
+  const sluice = await makeSluice({ statementTimeoutMs: 300 });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { maxPending: 10 });
+  const client = await sqlClient();
+  await client.query('BEGIN');
+  await client.query('SELECT 1/0').catch(() => undefined);
+  // The caller's transaction is already aborted: that is the caller's bug, 25P02.
+  await assert.rejects(sluice.send(q, {}, { client }), (err: unknown) => !(err instanceof AdmissionUnavailableError) && (err as { code?: string }).code === '25P02');
+  await client.query('ROLLBACK');
+  // In the caller's transaction a count that times out (under the caller's connection's
+  // own timeout: Sluice's applies to its pool) is a refusal too, and aborts that transaction.
+  const timed = new pg.Client({ connectionString: (await testDatabase()).url, statement_timeout: 300 });
+  await timed.connect();
+  const held = await holdCountLock(q);
+  try {
+    await timed.query('BEGIN');
+    await assert.rejects(sluice.send(q, {}, { client: timed }), admissionUnavailable(q, /statement timeout/));
+    await timed.query('ROLLBACK');
+  } finally {
+    await held.release();
+    await timed.end();
+  }
+  assert.equal(await jobCount(q), 0);
+
+  // What counts as "the database did not answer", and what does not.
+  const unavailable = [
+    { code: '57014', message: 'canceling statement due to statement timeout' },
+    { code: '55P03', message: 'canceling statement due to lock timeout' },
+    { code: '40001', message: 'could not serialize access' },
+    { code: '40P01', message: 'deadlock detected' },
+    { code: '08006', message: 'connection failure' },
+    { code: '57P01', message: 'terminating connection due to administrator command' },
+    { code: '53300', message: 'too many connections' },
+    Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+    Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }),
+    new Error('timeout exceeded when trying to connect'),
+    new Error('Connection terminated unexpectedly'),
+  ];
+  const wrong = [
+    { code: '25P02', message: 'current transaction is aborted' },
+    { code: '42P01', message: 'relation does not exist' },
+    { code: '22021', message: 'invalid byte sequence' },
+    { code: '23505', message: 'duplicate key' },
+    { code: 'SL503', message: 'queue is full' },
+    new TypeError('Cannot read properties of undefined'),
+    null,
+    undefined,
+  ];
+  assert.deepEqual(unavailable.filter((e) => !databaseUnavailable(e)), []);
+  assert.deepEqual(wrong.filter((e) => databaseUnavailable(e)), []);
 });
 
 test('send inside the caller transaction: rolled back with it, visible after commit', async () => {

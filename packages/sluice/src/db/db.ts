@@ -121,6 +121,39 @@ function connectionBroken(err: unknown): boolean {
   return code.startsWith('08') || code.startsWith('57P') || code === 'XX000';
 }
 
+/**
+ * SQLSTATEs that say the database could not answer in time or at all, not that the
+ * statement was wrong: statement or lock timeout (or an operator's cancel), serialization
+ * failure, deadlock, too many connections, the server shutting down or not accepting yet.
+ */
+const UNAVAILABLE_SQLSTATES = new Set(['57014', '55P03', '40001', '40P01', '53300', '57P01', '57P02', '57P03']);
+/** Socket errors of a connection that could not be made or was cut. */
+const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+/**
+ * `pg` raises these without a code: no pooled connection came free within
+ * `connectionTimeoutMillis` ("timeout exceeded when trying to connect"), a new connection
+ * did not connect in time ("timeout expired", "Connection terminated due to connection
+ * timeout"), or the connection ended under a statement or before it ("Connection
+ * terminated unexpectedly", "Client has encountered a connection error and is not queryable").
+ */
+const UNAVAILABLE_MESSAGE = /^(timeout exceeded when trying to connect|timeout expired|Connection terminated|Client has encountered a connection error)/;
+
+/**
+ * True when a statement failed because the database did not answer (a timeout, a lost or
+ * refused connection, no connection free in time, a serialization failure): the operation
+ * may succeed if retried later. False for everything that says the statement or its input
+ * was wrong, which must surface as it is.
+ */
+export function databaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = e?.code;
+  if (typeof code === 'string') {
+    // Socket codes first: EPIPE has the shape of a SQLSTATE.
+    return UNAVAILABLE_SOCKET_CODES.has(code) || (/^[0-9A-Z]{5}$/.test(code) && (code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code)));
+  }
+  return typeof e?.message === 'string' && UNAVAILABLE_MESSAGE.test(e.message);
+}
+
 /** 26000: the named statement is unknown here; 42P05: the name is taken here by another client. */
 function preparedStatementLost(err: unknown): boolean {
   const code = (err as PgError)?.code;

@@ -60,6 +60,10 @@ async function runMigrations(pool: pg.Pool, schema: string, migrations: SchemaMi
   const locked = async <T>(fn: (done: Set<number>) => Promise<T>): Promise<T> => {
     await client.query('BEGIN');
     try {
+      // A statement timeout set for the hot path (statementTimeoutMs, or the role's) must
+      // not cut a migration short, nor the wait for another process's migration; SET LOCAL
+      // ends with the transaction, so it holds through PgBouncer in transaction mode too.
+      await client.query('SET LOCAL statement_timeout = 0');
       await client.query(text('MigrationLock'));
       await client.query(text('MigrationCreateSchema'));
       await client.query(text('MigrationCreateTable'));

@@ -2,10 +2,12 @@
  * Enqueueing and operator actions on single jobs. Admission (depth, per-key, singleton)
  * is decided inside the database by `send` / `send_many` (migration 0002), counted from
  * the table under a lock in the same transaction as the insert: if counting fails the
- * statement fails, so nothing is ever admitted on a failed count.
+ * statement fails, so nothing is ever admitted on a failed count. A count that fails
+ * because the database did not answer (a timeout, a lost connection, no pooled connection
+ * in time) is an `AdmissionUnavailableError`, a refusal callers retry like a full queue.
  */
-import type { Db, Queryable } from '../db/db.js';
-import { InvalidStateError, JobNotFoundError, LeaseLostError, QueueNotFoundError, ValidationError } from '../errors.js';
+import { databaseUnavailable, type Db, type Queryable } from '../db/db.js';
+import { AdmissionUnavailableError, InvalidStateError, JobNotFoundError, LeaseLostError, QueueNotFoundError, ValidationError } from '../errors.js';
 import type { ClaimedJob, Job, QueueStats, ThroughputBucket, SendManyItem, SendOptions, SendResult } from '../types.js';
 import { toJob, toQueue, toStats } from './rows.js';
 import { serializePayload, validateInt, validateJobId, validateQueueName, validateSendOptions, validateStorableText, validateWorkerId, storableText } from './validate.js';
@@ -21,6 +23,16 @@ export interface JobsConfig {
 
 const MANY_ITEM_FIELDS = new Set(['data', 'key', 'singletonKey', 'runAt', 'delayMs', 'priority', 'maxAttempts']);
 const MAX_BATCH = 10_000;
+/**
+ * Retry-After of a send whose count failed. The queue's own `retryAfterSeconds` is in the
+ * row the failed statement did not get to read; this is its default.
+ */
+const ADMISSION_RETRY_AFTER_SECONDS = 5;
+
+/** A send's failure as the caller should see it: a count the database did not answer is a refusal. */
+function admissionFailure(queue: string, err: unknown): unknown {
+  return databaseUnavailable(err) ? new AdmissionUnavailableError(queue, ADMISSION_RETRY_AFTER_SECONDS, err) : err;
+}
 
 export class Jobs {
   /** Sends of this client waiting for the database (outside callers' transactions too). */
@@ -37,20 +49,25 @@ export class Jobs {
     const { client, ...rest } = opts ?? {};
     const o = validateSendOptions(rest);
     const json = serializePayload(data === undefined ? null : data, this.config.maxPayloadBytes);
-    await this.ready();
-    // A lone send notifies in its own transaction (the quickest wake-up); sends that
-    // overlap leave it to the waker, so their commits are not serialized (see waker.ts).
-    const inside = client !== undefined || this.sendsInFlight === 0;
-    this.sendsInFlight++;
     let row;
+    let inside;
     try {
-      [row] = await this.db.run(
-        'JobSend',
-        [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), this.config.notify && inside],
-        client as Queryable | undefined,
-      );
-    } finally {
-      this.sendsInFlight--;
+      await this.ready();
+      // A lone send notifies in its own transaction (the quickest wake-up); sends that
+      // overlap leave it to the waker, so their commits are not serialized (see waker.ts).
+      inside = client !== undefined || this.sendsInFlight === 0;
+      this.sendsInFlight++;
+      try {
+        [row] = await this.db.run(
+          'JobSend',
+          [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), this.config.notify && inside],
+          client as Queryable | undefined,
+        );
+      } finally {
+        this.sendsInFlight--;
+      }
+    } catch (err) {
+      throw admissionFailure(queue, err);
     }
     if (this.config.notify && !inside && !row.deduplicated && this.readyNow(o.runAt, o.delayMs)) this.config.waker.wake(queue);
     return { id: String(row.id), deduplicated: row.deduplicated };
@@ -95,14 +112,19 @@ export class Jobs {
       if (o.maxAttempts !== null) row += `,"max_attempts":${o.maxAttempts}`;
       return `${row}}`;
     });
-    await this.ready();
-    const inside = opts.client !== undefined || this.sendsInFlight === 0;
-    this.sendsInFlight++;
     let result;
+    let inside;
     try {
-      result = await this.db.run('JobSendMany', [queue, `[${rows.join(',')}]`, this.config.now(), this.config.notify && inside], opts.client);
-    } finally {
-      this.sendsInFlight--;
+      await this.ready();
+      inside = opts.client !== undefined || this.sendsInFlight === 0;
+      this.sendsInFlight++;
+      try {
+        result = await this.db.run('JobSendMany', [queue, `[${rows.join(',')}]`, this.config.now(), this.config.notify && inside], opts.client);
+      } finally {
+        this.sendsInFlight--;
+      }
+    } catch (err) {
+      throw admissionFailure(queue, err);
     }
     if (this.config.notify && !inside) this.config.waker.wake(queue);
     return result.map((r) => ({ id: String(r.id), deduplicated: r.deduplicated }));
