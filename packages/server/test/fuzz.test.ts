@@ -27,7 +27,7 @@ const BODY_LIMIT = 256 * 1024;
 const KNOWN_CODES = new Set([
   'validation', 'queue_not_found', 'job_not_found', 'queue_full', 'key_limit', 'invalid_state', 'lease_lost',
   'unauthorized', 'forbidden', 'not_found', 'payload_too_large', 'unsupported_media_type', 'uri_too_long',
-  'timeout', 'headers_too_large',
+  'timeout', 'headers_too_large', 'admission_unavailable',
 ]);
 
 const server = await startTestServer({ maxBodyBytes: BODY_LIMIT });
@@ -485,7 +485,7 @@ test(`${TEXT_CASES} requests with text PostgreSQL cannot store, aimed at every f
 // The missions platform's routes, mounted the way `npm start` mounts them, with its workers
 // held (queues paused) so that every row written is a request's own.
 const MISSIONS_CASES = Number(process.env.FUZZ_MISSIONS_CASES ?? 600);
-const MISSIONS_CODES = new Set(['unknown_role', 'unknown_domain', 'mission_not_found', 'instance_not_found', 'submission_not_found', 'proof_rejected']);
+const MISSIONS_CODES = new Set(['unknown_role', 'unknown_domain', 'mission_not_found', 'instance_not_found', 'submission_not_found', 'request_not_found', 'proof_rejected']);
 const MISSIONS_TEXT_CASES = Number(process.env.FUZZ_MISSIONS_TEXT_CASES ?? 200);
 
 /**

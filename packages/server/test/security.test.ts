@@ -29,7 +29,7 @@ const API = new Set([
   'POST /api/queues/:queue/jobs', 'POST /api/queues/:queue/jobs/bulk', 'GET /api/jobs/:id', 'HEAD /api/jobs/:id',
   'POST /api/queues/:queue/claim', 'POST /api/jobs/:id/heartbeat', 'POST /api/jobs/:id/complete', 'POST /api/jobs/:id/fail',
   'POST /api/missions/request', 'GET /api/instances/:id', 'HEAD /api/instances/:id', 'POST /api/instances/:id/submissions',
-  'GET /api/submissions/:id', 'HEAD /api/submissions/:id',
+  'GET /api/submissions/:id', 'HEAD /api/submissions/:id', 'GET /api/missions/requests/:jobId', 'HEAD /api/missions/requests/:jobId',
 ]);
 
 const routes = registeredRoutes(server.app);
