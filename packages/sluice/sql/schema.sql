@@ -66,6 +66,13 @@ CREATE TABLE sluice.migration (
   CONSTRAINT migration_pkey PRIMARY KEY (version)
 );
 
+CREATE TABLE sluice.migration_function (
+  file text NOT NULL,
+  checksum text NOT NULL,
+  applied_at timestamp with time zone DEFAULT now() NOT NULL,
+  CONSTRAINT migration_function_pkey PRIMARY KEY (file)
+);
+
 CREATE TABLE sluice.queue (
   name text NOT NULL,
   concurrency integer,
@@ -328,7 +335,7 @@ BEGIN
     -- written) has no slot to give: the slot it ran in is its predecessor's, in hand.
     -- A slot given to the job after this statement began (its move committed while this
     -- waited for the row: `j`, the row as locked, differs from `o`) is kept on the row,
-    -- so the trigger frees it (0006).
+    -- so the trigger frees it (slots.sql).
     WITH done AS (
       UPDATE "sluice".job j
       SET state = 'completed', finished_at = v_now, result = c.result,

@@ -1,7 +1,8 @@
 -- Sluice schema, version 1.
 --
 -- `:SCHEMA` is replaced by the quoted schema name when the migration runs; every
--- other value in this file is a literal. Forward-only: never edit a released file.
+-- other value in this file is a literal. Numbered migrations change tables, indexes and
+-- types; the functions live whole in sql/functions/.
 
 CREATE TYPE :SCHEMA.job_state AS ENUM ('pending', 'active', 'completed', 'cancelled', 'dead');
 
@@ -70,12 +71,3 @@ CREATE UNIQUE INDEX job_singleton_idx ON :SCHEMA.job (queue, singleton_key)
 -- Finished jobs, for stats, dead-letter listings and retention.
 CREATE INDEX job_finished_idx ON :SCHEMA.job (queue, state, finished_at)
   WHERE state IN ('completed', 'cancelled', 'dead');
-
--- Exponential backoff with jitter, in milliseconds, for the attempt that just failed
--- (1-based): min(max, base * 2^(attempt-1)) scaled into [1 - jitter, 1], rounded to
--- whole milliseconds.
-CREATE FUNCTION :SCHEMA.backoff_ms(base_ms integer, max_ms integer, jitter real, attempt integer)
-RETURNS double precision LANGUAGE sql VOLATILE AS $$
-  SELECT round(least(max_ms::double precision, base_ms * power(2::double precision, least(greatest(attempt - 1, 0), 60)))
-               * (1 - jitter * random()))
-$$;

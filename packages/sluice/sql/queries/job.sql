@@ -1,5 +1,5 @@
 -- Enqueueing, reading and operator actions on jobs (src/queue/jobs.ts).
--- Admission and claim logic lives in the functions of migration 0002.
+-- Admission and claim logic lives in sql/functions/send.sql and claim.sql.
 
 -- name: JobSend
 SELECT id, deduplicated FROM :SCHEMA.send($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);

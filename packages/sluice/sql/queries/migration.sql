@@ -10,8 +10,24 @@ CREATE TABLE IF NOT EXISTS :SCHEMA.migration (
   applied_at timestamptz NOT NULL DEFAULT now()
 );
 
+-- name: MigrationCreateFunctionTable
+-- The function files applied, by checksum of their text: a file is applied again when
+-- its text changes, like a repeatable migration.
+CREATE TABLE IF NOT EXISTS :SCHEMA.migration_function (
+  file       text PRIMARY KEY,
+  checksum   text NOT NULL,
+  applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- name: MigrationFunctionsApplied
+SELECT file, checksum FROM :SCHEMA.migration_function;
+
+-- name: MigrationFunctionRecord
+INSERT INTO :SCHEMA.migration_function (file, checksum) VALUES ($1, $2)
+ON CONFLICT (file) DO UPDATE SET checksum = excluded.checksum, applied_at = now();
+
 -- name: MigrationLock
--- Transaction-scoped: released by the COMMIT or ROLLBACK of each migration step.
+-- Transaction-scoped: released by the COMMIT or ROLLBACK of the migration's transaction.
 SELECT pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.migrate'));
 
 -- name: MigrationApplied

@@ -43,7 +43,7 @@ SELECT pg_notify(':CHANNEL', $1);
 SELECT
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'pending' AND run_at <= coalesce($2::timestamptz, now())) AS ready,
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'pending' AND run_at > coalesce($2::timestamptz, now())) AS scheduled,
-  -- Jobs claimed ahead on a capped queue wait for a slot (slot 0, migration 0011): not active yet.
+  -- Jobs claimed ahead on a capped queue wait for a slot (slot 0, sql/functions/slots.sql): not active yet.
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'active' AND slot IS DISTINCT FROM 0) AS active,
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'active' AND slot = 0) AS claimed_ahead,
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'completed') AS completed,

@@ -8,7 +8,7 @@
 
 -- name: JobClaim
 -- $5: jobs wanted ahead of free slots (granted only with room to spare on a capped queue).
--- On a queue without caps it commits without waiting for its WAL flush (migration 0010).
+-- On a queue without caps it commits without waiting for its WAL flush (lone_claim, sql/functions/claim.sql).
 SELECT * FROM :SCHEMA.lone_claim($1, $2, $3, $4, $5);
 
 -- name: JobCompleteMany
@@ -87,11 +87,11 @@ WHERE j.id = $1 AND j.lease_token = $2 AND j.state = 'active' AND q.name = j.que
 RETURNING j.lease_expires_at;
 
 -- name: JobCompleteAndClaim
--- One worker's completions and its next claim in one transaction (migrations 0004, 0005),
--- with the moves of its jobs waiting for a slot (0011).
+-- One worker's completions and its next claim in one transaction (complete_and_claim, sql/functions/finish.sql),
+-- with the moves of its jobs waiting for a slot (sql/functions/slots.sql).
 SELECT completed, moved, job FROM :SCHEMA.complete_and_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
 
 -- name: JobCompleteAndMove
 -- Completions whose slots running jobs took over, written without a claim: the slots move
--- to those jobs in the same transaction (0011), never freed in between.
+-- to those jobs in the same transaction, never freed in between.
 SELECT completed, moved FROM :SCHEMA.complete_and_claim($1, $2, $3, $4, $5, $6, 0, $7, 0, $8, $9) LIMIT 1;

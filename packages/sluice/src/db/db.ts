@@ -167,7 +167,7 @@ interface PgError {
   hint?: string;
 }
 
-/** Map the SL-class SQLSTATEs raised in migration 0002 to the library's typed errors. */
+/** Map the SL-class SQLSTATEs raised by sql/functions/send.sql to the library's typed errors. */
 export function translate(err: unknown): unknown {
   const e = err as PgError;
   if (typeof e?.code !== 'string' || !e.code.startsWith('SL')) return err;

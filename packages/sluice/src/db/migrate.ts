@@ -1,13 +1,19 @@
 /**
- * Forward-only migrations: numbered `.sql` files applied in order, each in its own
- * transaction. Every transaction takes the migration lock for itself
- * (`pg_advisory_xact_lock`) and rereads what is applied, so concurrent migrators queue up
- * instead of racing, and nothing outlives a transaction: migrations run through PgBouncer
- * in transaction mode as well. Applied versions are recorded in `<schema>.migration`.
- * Sluice's own schema and an application's (`migrateSchema`) go through the same runner.
+ * Forward-only migrations: numbered `.sql` files (tables, indexes, types, and the drops of
+ * function signatures replaced) applied in order, then the function files of
+ * `sql/functions/` (every function and trigger, whole, `CREATE OR REPLACE`) whose text
+ * changed since they were last applied, recorded by checksum, as a repeatable migration.
+ *
+ * All of it in one transaction under the migration lock (`pg_advisory_xact_lock`),
+ * rereading what is applied once the lock is held: concurrent migrators queue up instead
+ * of racing, a signature dropped by a numbered step is never missing outside the
+ * transaction that recreates it, and nothing outlives the transaction (so migrations run
+ * through PgBouncer in transaction mode as well). Applied versions are recorded in
+ * `<schema>.migration`, function files in `<schema>.migration_function`. Sluice's own
+ * schema and an application's (`migrateSchema`, numbered steps only) use the same runner.
  */
 import type pg from 'pg';
-import { latestVersion, sqlFor } from './sql.js';
+import { latestVersion, sqlFor, type FunctionFile } from './sql.js';
 import { SchemaVersionError } from '../errors.js';
 import { validateSchemaName } from '../queue/validate.js';
 
@@ -37,15 +43,16 @@ export async function migrateSchema(pool: pg.Pool, options: { schema: string; mi
   migrations.forEach((m, i) => {
     if (m.version !== i + 1) throw new SchemaVersionError(`migrations of schema "${schema}" must be numbered 1, 2, 3…: found ${m.version} at position ${i + 1}`);
   });
-  return runMigrations(pool, schema, migrations, migrations.length);
+  return runMigrations(pool, schema, migrations, migrations.length, []);
 }
 
 export function migrate(pool: pg.Pool, schema: string): Promise<MigrateResult> {
-  const own = sqlFor(schema).migrations.map((m) => ({ version: m.version, name: m.name, sql: m.text }));
-  return runMigrations(pool, schema, own, latestVersion());
+  const own = sqlFor(schema);
+  const migrations = own.migrations.map((m) => ({ version: m.version, name: m.name, sql: m.text }));
+  return runMigrations(pool, schema, migrations, latestVersion(), own.functions);
 }
 
-async function runMigrations(pool: pg.Pool, schema: string, migrations: SchemaMigration[], latest: number): Promise<MigrateResult> {
+async function runMigrations(pool: pg.Pool, schema: string, migrations: SchemaMigration[], latest: number, functions: FunctionFile[]): Promise<MigrateResult> {
   const sql = sqlFor(schema);
   const text = (name: string) => sql.query(name).text;
   const client = await pool.connect();
@@ -56,7 +63,12 @@ async function runMigrations(pool: pg.Pool, schema: string, migrations: SchemaMi
     lost = err;
   };
   client.on('error', onError);
-  /** One transaction under the migration lock; returns the versions applied before `fn` ran. */
+  const functionChecksums = async () => {
+    await client.query(text('MigrationCreateFunctionTable'));
+    const { rows } = await client.query<{ file: string; checksum: string }>(text('MigrationFunctionsApplied'));
+    return new Map(rows.map((r) => [r.file, r.checksum]));
+  };
+  /** One transaction under the migration lock; `fn` gets the versions applied before it ran. */
   const locked = async <T>(fn: (done: Set<number>) => Promise<T>): Promise<T> => {
     await client.query('BEGIN');
     try {
@@ -79,25 +91,29 @@ async function runMigrations(pool: pg.Pool, schema: string, migrations: SchemaMi
     }
   };
   try {
-    // One transaction when the schema is current (every start-up); then one per migration
-    // missing, each rereading what is applied under the lock.
-    const missing = await locked(async (done) => migrations.filter((m) => !done.has(m.version)));
-    const applied: number[] = [];
-    for (const m of missing) {
-      const ran = await locked(async (done) => {
-        if (done.has(m.version)) return false;
+    const applied = await locked(async (done) => {
+      const missing = migrations.filter((m) => !done.has(m.version));
+      const current = functions.length > 0 ? await functionChecksums() : new Map<string, string>();
+      const stale = functions.filter((f) => current.get(f.file) !== f.checksum);
+      for (const m of missing) {
         try {
           await client.query(m.sql);
           await client.query(text('MigrationRecord'), [m.version, m.name]);
         } catch (err) {
-          throw new SchemaVersionError(
-            `migration ${m.version} (${m.name}) failed on schema "${schema}": ${(err as Error).message}`,
-          );
+          throw new SchemaVersionError(`migration ${m.version} (${m.name}) failed on schema "${schema}": ${(err as Error).message}`);
         }
-        return true;
-      });
-      if (ran) applied.push(m.version);
-    }
+      }
+      // After a numbered step every file is applied again: a step may have dropped what one defines.
+      for (const f of missing.length > 0 ? functions : stale) {
+        try {
+          await client.query(f.text);
+          await client.query(text('MigrationFunctionRecord'), [f.file, f.checksum]);
+        } catch (err) {
+          throw new SchemaVersionError(`function file ${f.file} failed on schema "${schema}": ${(err as Error).message}`);
+        }
+      }
+      return missing.map((m) => m.version);
+    });
     return { applied, version: latest };
   } finally {
     client.removeListener('error', onError);

@@ -1,12 +1,13 @@
 /**
- * Loads the named SQL statements of `sql/queries/*.sql` and the numbered migrations of
- * `sql/migrations/`, once per schema.
+ * Loads the named SQL statements of `sql/queries/*.sql`, the numbered migrations of
+ * `sql/migrations/` and the function files of `sql/functions/`, once per schema.
  *
  * A query file holds statements headed by `-- name: NounVerb`. The only text ever
  * substituted into SQL is the validated schema name (`:SCHEMA` as a quoted identifier,
  * `:SCHEMA_NAME` inside string literals) and the notification channel derived from it
  * (`:CHANNEL`); every value is a `$n` bind parameter.
  */
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -17,6 +18,13 @@ export interface Migration {
   version: number;
   name: string;
   text: string;
+}
+
+/** A file of `sql/functions/`: functions and triggers, whole, applied again when its text changes. */
+export interface FunctionFile {
+  file: string;
+  text: string;
+  checksum: string;
 }
 
 /** The notification channel for a schema: one channel, the payload is the queue name. */
@@ -45,9 +53,10 @@ function parseQueryFile(source: string, file: string, into: Map<string, string>)
 
 let rawQueries: Map<string, string> | undefined;
 let rawMigrations: Migration[] | undefined;
+let rawFunctions: { file: string; text: string }[] | undefined;
 
-function loadRaw(): { queries: Map<string, string>; migrations: Migration[] } {
-  if (!rawQueries || !rawMigrations) {
+function loadRaw(): { queries: Map<string, string>; migrations: Migration[]; functions: { file: string; text: string }[] } {
+  if (!rawQueries || !rawMigrations || !rawFunctions) {
     const queries = new Map<string, string>();
     const queryDir = join(SQL_DIR, 'queries');
     for (const file of readdirSync(queryDir).filter((f) => f.endsWith('.sql')).sort()) {
@@ -65,16 +74,22 @@ function loadRaw(): { queries: Map<string, string>; migrations: Migration[] } {
     migrations.forEach((m, i) => {
       if (m.version !== i + 1) throw new Error(`migration ${m.version}_${m.name} is out of sequence`);
     });
+    const functionDir = join(SQL_DIR, 'functions');
+    rawFunctions = readdirSync(functionDir)
+      .filter((f) => /^[a-z0-9_-]+\.sql$/.test(f))
+      .sort()
+      .map((file) => ({ file, text: readFileSync(join(functionDir, file), 'utf8') }));
     rawQueries = queries;
     rawMigrations = migrations;
   }
-  return { queries: rawQueries, migrations: rawMigrations };
+  return { queries: rawQueries, migrations: rawMigrations, functions: rawFunctions };
 }
 
 export interface SqlSet {
   /** The named statement's text, ready to run, and a prepared-statement name unique per schema. */
   query(name: string): { name: string; text: string };
   migrations: Migration[];
+  functions: FunctionFile[];
 }
 
 const cache = new Map<string, SqlSet>();
@@ -82,7 +97,7 @@ const cache = new Map<string, SqlSet>();
 export function sqlFor(schema: string): SqlSet {
   let set = cache.get(schema);
   if (!set) {
-    const { queries, migrations } = loadRaw();
+    const { queries, migrations, functions } = loadRaw();
     const prepared = new Map<string, { name: string; text: string }>();
     for (const [name, text] of queries) {
       prepared.set(name, { name: `sluice_${schema}_${name}`, text: substitute(text, schema) });
@@ -94,6 +109,10 @@ export function sqlFor(schema: string): SqlSet {
         return q;
       },
       migrations: migrations.map((m) => ({ ...m, text: substitute(m.text, schema) })),
+      functions: functions.map((f) => {
+        const text = substitute(f.text, schema);
+        return { file: f.file, text, checksum: createHash('sha256').update(text).digest('hex') };
+      }),
     };
     cache.set(schema, set);
   }

@@ -1,6 +1,6 @@
 /**
  * Enqueueing and operator actions on single jobs. Admission (depth, per-key, singleton)
- * is decided inside the database by `send` / `send_many` (migration 0002), counted from
+ * is decided inside the database by `send` / `send_many` (sql/functions/send.sql), counted from
  * the table under a lock in the same transaction as the insert: if counting fails the
  * statement fails, so nothing is ever admitted on a failed count. A count that fails
  * because the database did not answer (a timeout, a lost connection, no pooled connection

@@ -18,7 +18,7 @@ const MAX_JSON_DEPTH = 1000;
 // With the u flag a pair matches as one code point, so this finds only unpaired halves,
 // which UTF-8 cannot encode: PostgreSQL would refuse them in JSON and mangle them in text.
 const LONE_SURROGATE = /[\ud800-\udfff]/u;
-/** A global cap is held by that many slot rows (migration 0006); beyond this, leave the queue uncapped. */
+/** A global cap is held by that many slot rows (sql/functions/slots.sql); beyond this, leave the queue uncapped. */
 export const MAX_CONCURRENCY = 100_000;
 
 export function validateSchemaName(schema: unknown): string {

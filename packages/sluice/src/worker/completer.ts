@@ -7,10 +7,10 @@
  * A completion of a job that held a cap slot leaves that slot in hand until it is written:
  * the worker may start a job waiting for a slot in it at once (`handOver`), and the move
  * is then written in the same transaction as the completion, never after a statement that
- * would have freed the slot (migration 0011).
+ * would have freed the slot (sql/functions/slots.sql).
  * Each result carries the lease token of its claim: a row whose token no longer
  * matches (swept, cancelled) is not touched, and the result is reported as lost.
- * Batches go out in id order, the order moves lock their jobs in (migration 0013): a
+ * Batches go out in id order, the order moves lock their jobs in (sql/functions/slots.sql): a
  * flush and a statement carrying moves may lock the same jobs at once, and must not
  * take them in opposite orders.
  * The worker's claims and the completer's flushes overlap, so two batches can be in

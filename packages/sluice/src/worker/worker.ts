@@ -409,7 +409,7 @@ export class Worker {
   /**
    * Start buffered jobs while local slots are free: a job with its slot (or of a queue
    * without a cap) at once; a job waiting for a cap slot only in a slot in hand, left by a
-   * completion not written yet, which the same write then moves to it (migration 0011).
+   * completion not written yet, which the same write then moves to it (sql/functions/slots.sql).
    */
   private fill(): void {
     let i = 0;

@@ -1,0 +1,246 @@
+-- Admission and insert: a send is decided and written in one statement, counted from the
+-- table in the transaction that inserts.
+--
+--   send(queue, data, key, singleton key, run_at | delay, priority, max attempts, now, notify)
+--     → (id, deduplicated)
+--   send_many(queue, items jsonb, now, notify) → (ord, id, deduplicated) per item
+--
+-- Guarantees:
+-- - Depth (`max_pending`): a send that would take the queue's ready-pending depth past it
+--   is refused with SQLSTATE SL503 (the library's QueueFullError), the retry delay in
+--   HINT. Counted under a per-queue transaction lock, so concurrent sends cannot all pass.
+-- - Per key (`max_per_key`): a send that would give a key more than its limit of pending
+--   and active jobs is refused with SL429 (KeyLimitError), counted under a per-key lock.
+-- - Singleton keys: at most one non-final job per (queue, key); a duplicate returns the
+--   existing job's id with `deduplicated`, inserts nothing, and is not counted.
+-- - An unknown queue is SL404. Nothing is written by a refused send.
+-- - A job due now is announced on the schema's channel (NOTIFY, delivered at commit).
+--
+-- Why functions: an exact count needs a lock *and then* a fresh snapshot. Under READ
+-- COMMITTED each statement of a PL/pgSQL function takes a new snapshot, so "lock, count,
+-- act" costs one round trip and still sees every job committed by the previous lock
+-- holder; one SQL statement could not, its snapshot predates the lock.
+--
+-- Errors use the SQLSTATE class SL, mapped to typed errors by the library: SL404 queue
+-- not found, SL503 queue full (shed), SL429 key at its limit. Lock namespaces
+-- (two-integer advisory locks, scoped to the transaction):
+--   (hashtext(':SCHEMA_NAME.pending'), hashtext(queue))      depth admission per queue
+--   (hashtext(':SCHEMA_NAME.key'), hashtext(queue/key))       per-key admission
+--   (hashtext(':SCHEMA_NAME.claim'), hashtext(queue))         claims that must count (claim.sql)
+--
+-- The common case (no singleton key, no depth limit, no per-key limit for a keyed job) is
+-- one INSERT … SELECT from the queue's row, without a speculative insert: the singleton
+-- index holds only rows with a key, so the conflict check would be wasted WAL.
+
+-- SL404: the queue does not exist.
+CREATE OR REPLACE FUNCTION :SCHEMA.raise_queue_not_found(p_queue text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION USING ERRCODE = 'SL404', MESSAGE = format('queue "%s" does not exist', p_queue);
+END $$;
+
+-- SL503 unless `p_incoming` more ready jobs keep the queue within max_pending. The cut-off
+-- time is computed once, not per row (clock_timestamp() is volatile).
+CREATE OR REPLACE FUNCTION :SCHEMA.admit_depth(q :SCHEMA.queue, p_incoming integer, p_now timestamptz)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  v_depth bigint;
+  v_cutoff timestamptz;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.pending'), hashtext(q.name));
+  -- After the lock: the previous holders' jobs count even if their now() is later than ours.
+  v_cutoff := coalesce(p_now, clock_timestamp());
+  SELECT count(*) INTO v_depth FROM (
+    SELECT 1 FROM :SCHEMA.job
+    WHERE queue = q.name AND state = 'pending' AND run_at <= v_cutoff
+    LIMIT q.max_pending
+  ) ready;
+  IF v_depth + p_incoming > q.max_pending THEN
+    RAISE EXCEPTION USING ERRCODE = 'SL503',
+      MESSAGE = format('queue "%s" is full (%s ready, limit %s)', q.name, v_depth, q.max_pending),
+      HINT = q.retry_after_seconds::text;
+  END IF;
+END $$;
+
+-- SL429 unless `p_incoming` more jobs keep the key within max_per_key (pending and active,
+-- each read from the partial index that holds them).
+CREATE OR REPLACE FUNCTION :SCHEMA.admit_key(q :SCHEMA.queue, p_key text, p_incoming integer)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  v_load bigint;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.key'), hashtext(q.name || '/' || p_key));
+  SELECT (SELECT count(*) FROM (SELECT 1 FROM :SCHEMA.job
+                                WHERE queue = q.name AND key = p_key AND state = 'pending'
+                                LIMIT q.max_per_key) p)
+       + (SELECT count(*) FROM (SELECT 1 FROM :SCHEMA.job
+                                WHERE queue = q.name AND key = p_key AND state = 'active'
+                                LIMIT q.max_per_key) a)
+  INTO v_load;
+  IF v_load + p_incoming > q.max_per_key THEN
+    RAISE EXCEPTION USING ERRCODE = 'SL429',
+      MESSAGE = format('key "%s" has %s jobs in queue "%s" (limit %s)', p_key, v_load, q.name, q.max_per_key),
+      DETAIL = p_key,
+      HINT = q.retry_after_seconds::text;
+  END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION :SCHEMA.send(
+  p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamptz,
+  p_delay_ms double precision, p_priority integer, p_max_attempts integer,
+  p_now timestamptz, p_notify boolean, OUT id bigint, OUT deduplicated boolean)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  q :SCHEMA.queue;
+  v_now timestamptz := coalesce(p_now, now());
+  v_run_at timestamptz := coalesce(p_run_at, v_now + coalesce(p_delay_ms, 0) * interval '1 millisecond');
+BEGIN
+  deduplicated := false;
+
+  -- Nothing to deduplicate and nothing to admit: one statement. Otherwise (or if the
+  -- queue does not exist) no row is inserted and the full path below decides.
+  IF p_singleton_key IS NULL THEN
+    INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at)
+    SELECT qu.name, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, qu.max_attempts), v_now
+    FROM :SCHEMA.queue qu
+    WHERE qu.name = p_queue AND qu.max_pending IS NULL AND (qu.max_per_key IS NULL OR p_key IS NULL)
+    RETURNING job.id INTO id;
+    IF FOUND THEN
+      IF p_notify AND v_run_at <= v_now THEN
+        PERFORM pg_notify(':CHANNEL', p_queue);
+      END IF;
+      RETURN;
+    END IF;
+  END IF;
+
+  SELECT * INTO q FROM :SCHEMA.queue WHERE name = p_queue;
+  IF NOT FOUND THEN
+    PERFORM :SCHEMA.raise_queue_not_found(p_queue);
+  END IF;
+
+  IF p_singleton_key IS NOT NULL THEN
+    SELECT j.id INTO id FROM :SCHEMA.job j
+    WHERE j.queue = p_queue AND j.singleton_key = p_singleton_key AND j.state IN ('pending', 'active');
+    IF FOUND THEN
+      deduplicated := true;
+      RETURN;
+    END IF;
+  END IF;
+
+  IF q.max_pending IS NOT NULL THEN
+    PERFORM :SCHEMA.admit_depth(q, 1, p_now);
+  END IF;
+  IF q.max_per_key IS NOT NULL AND p_key IS NOT NULL THEN
+    PERFORM :SCHEMA.admit_key(q, p_key, 1);
+  END IF;
+
+  IF p_singleton_key IS NULL THEN
+    INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at)
+    VALUES (p_queue, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, q.max_attempts), v_now)
+    RETURNING job.id INTO id;
+  ELSE
+    LOOP
+      INSERT INTO :SCHEMA.job (queue, data, key, singleton_key, priority, run_at, max_attempts, created_at)
+      VALUES (p_queue, p_data, p_key, p_singleton_key, coalesce(p_priority, 0), v_run_at,
+              coalesce(p_max_attempts, q.max_attempts), v_now)
+      ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active')
+      DO NOTHING
+      RETURNING job.id INTO id;
+      EXIT WHEN id IS NOT NULL;
+      -- A concurrent send with the same singleton key won; return its job (or insert
+      -- again if it finished in between).
+      SELECT j.id INTO id FROM :SCHEMA.job j
+      WHERE j.queue = p_queue AND j.singleton_key = p_singleton_key AND j.state IN ('pending', 'active');
+      IF id IS NOT NULL THEN
+        deduplicated := true;
+        RETURN;
+      END IF;
+    END LOOP;
+  END IF;
+
+  IF p_notify AND v_run_at <= v_now THEN
+    PERFORM pg_notify(':CHANNEL', p_queue);
+  END IF;
+END $$;
+
+-- A batch, admitted as a whole: depth and each key counted once for all their items. A
+-- batch without singleton keys skips the deduplication machinery (per-row window, ON
+-- CONFLICT, join back to the input).
+CREATE OR REPLACE FUNCTION :SCHEMA.send_many(p_queue text, p_items jsonb, p_now timestamptz, p_notify boolean)
+RETURNS TABLE (ord bigint, id bigint, deduplicated boolean) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  q :SCHEMA.queue;
+  v_now timestamptz := coalesce(p_now, now());
+  v_key record;
+BEGIN
+  SELECT * INTO q FROM :SCHEMA.queue WHERE name = p_queue;
+  IF NOT FOUND THEN
+    PERFORM :SCHEMA.raise_queue_not_found(p_queue);
+  END IF;
+
+  IF q.max_pending IS NOT NULL THEN
+    PERFORM :SCHEMA.admit_depth(q, jsonb_array_length(p_items), p_now);
+  END IF;
+  IF q.max_per_key IS NOT NULL THEN
+    FOR v_key IN
+      SELECT x.key, count(*)::integer AS n FROM jsonb_to_recordset(p_items) AS x(key text)
+      WHERE x.key IS NOT NULL GROUP BY x.key ORDER BY x.key
+    LOOP
+      PERFORM :SCHEMA.admit_key(q, v_key.key, v_key.n);
+    END LOOP;
+  END IF;
+
+  IF NOT jsonb_path_exists(p_items, '$[*] ? (@.singleton_key != null)') THEN
+    -- No singleton keys: a plain insert. Ids come from the sequence in input order, so
+    -- the i-th smallest id is the i-th item.
+    RETURN QUERY
+    WITH inserted AS (
+      INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at)
+      SELECT p_queue, coalesce(x.data, 'null'::jsonb), x.key, coalesce(x.priority, 0),
+             coalesce(x.run_at, v_now + coalesce(x.delay_ms, 0) * interval '1 millisecond'),
+             coalesce(x.max_attempts, q.max_attempts), v_now
+      FROM ROWS FROM (
+        jsonb_to_recordset(p_items) AS (data jsonb, key text, run_at timestamptz, delay_ms double precision,
+                                        priority integer, max_attempts integer)
+      ) WITH ORDINALITY AS x(data, key, run_at, delay_ms, priority, max_attempts, ord)
+      ORDER BY x.ord
+      RETURNING job.id
+    )
+    SELECT row_number() OVER (ORDER BY i.id), i.id, false FROM inserted i ORDER BY i.id;
+  ELSE
+  RETURN QUERY
+  WITH numbered AS (
+    SELECT x.*, nextval(pg_get_serial_sequence(':SCHEMA_NAME.job', 'id')) AS new_id
+    FROM ROWS FROM (
+      jsonb_to_recordset(p_items) AS (data jsonb, key text, singleton_key text, run_at timestamptz,
+                                      delay_ms double precision, priority integer, max_attempts integer)
+    ) WITH ORDINALITY AS x(data, key, singleton_key, run_at, delay_ms, priority, max_attempts, ord)
+  ), input AS (
+    SELECT n.*,
+           CASE WHEN n.singleton_key IS NULL THEN n.new_id
+                ELSE first_value(n.new_id) OVER (PARTITION BY n.singleton_key ORDER BY n.ord) END AS first_id
+    FROM numbered n
+  ), inserted AS (
+    INSERT INTO :SCHEMA.job (id, queue, data, key, singleton_key, priority, run_at, max_attempts, created_at)
+    SELECT i.new_id, p_queue, coalesce(i.data, 'null'::jsonb), i.key, i.singleton_key, coalesce(i.priority, 0),
+           coalesce(i.run_at, v_now + coalesce(i.delay_ms, 0) * interval '1 millisecond'),
+           coalesce(i.max_attempts, q.max_attempts), v_now
+    FROM input i WHERE i.first_id = i.new_id ORDER BY i.ord
+    ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active')
+    DO NOTHING
+    RETURNING job.id
+  )
+  SELECT i.ord,
+         coalesce(ins.id, (SELECT j.id FROM :SCHEMA.job j
+                           WHERE j.queue = p_queue AND j.singleton_key = i.singleton_key
+                             AND j.state IN ('pending', 'active'))),
+         i.first_id <> i.new_id OR ins.id IS NULL
+  FROM input i LEFT JOIN inserted ins ON ins.id = i.first_id
+  ORDER BY i.ord;
+  END IF;
+
+  IF p_notify THEN
+    PERFORM pg_notify(':CHANNEL', p_queue);
+  END IF;
+END $$;
