@@ -625,6 +625,50 @@ BEGIN
   RAISE EXCEPTION USING ERRCODE = 'SL404', MESSAGE = format('queue "%s" does not exist', p_queue);
 END $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.retry_or_dead(p_ids bigint[], p_tokens uuid[], p_errors jsonb[], p_error jsonb, p_now timestamp with time zone, p_notify boolean, p_wake_all boolean)
+ RETURNS SETOF sluice.job
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_now timestamptz := coalesce(p_now, now());
+BEGIN
+  RETURN QUERY
+  WITH input AS (
+    SELECT * FROM unnest(p_ids, p_tokens, p_errors) AS c(id, token, error)
+  ), failed AS (
+    UPDATE "sluice".job j
+    SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'pending' END::"sluice".job_state,
+        run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
+                      ELSE v_now + "sluice".backoff_ms(q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter, j.attempts) * interval '1 millisecond'
+                 END,
+        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN v_now END,
+        errors = j.errors || jsonb_build_array(coalesce(c.error, p_error) || jsonb_build_object(
+                   'attempt', j.attempts, 'startedAt', j.started_at, 'finishedAt', v_now, 'workerId', j.worker_id)),
+        lease_token = NULL, lease_expires_at = NULL
+    FROM input c, "sluice".queue q
+    WHERE j.id = c.id AND (c.token IS NULL OR j.lease_token = c.token) AND j.state::text = 'active' AND q.name = j.queue
+    RETURNING j.*
+  ), dead_lettered AS (
+    INSERT INTO "sluice".job (queue, data, max_attempts, run_at, created_at)
+    SELECT dq.name,
+           jsonb_build_object('jobId', d.id::text, 'queue', d.queue, 'data', d.data, 'key', d.key,
+                              'attempts', d.attempts, 'errors', d.errors),
+           dq.max_attempts, d.finished_at, d.finished_at
+    FROM failed d
+    JOIN "sluice".queue q ON q.name = d.queue
+    JOIN "sluice".queue dq ON dq.name = q.dead_letter_queue
+    WHERE d.state = 'dead'
+    RETURNING queue
+  ), woken AS (
+    SELECT pg_notify('sluice:sluice', q.name) FROM "sluice".queue q
+    WHERE p_notify
+      AND ((q.name IN (SELECT f.queue FROM failed f)
+            AND (p_wake_all OR q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL))
+           OR q.name IN (SELECT queue FROM dead_lettered))
+  )
+  SELECT f.* FROM failed f, (SELECT count(*) FROM woken) w;
+END $function$
+;
 CREATE OR REPLACE FUNCTION sluice.send(p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamp with time zone, p_delay_ms double precision, p_priority integer, p_max_attempts integer, p_now timestamp with time zone, p_notify boolean, OUT id bigint, OUT deduplicated boolean)
  RETURNS record
  LANGUAGE plpgsql

@@ -9,48 +9,18 @@ SELECT pg_try_advisory_lock(hashtext(':SCHEMA_NAME.maintenance')) AS acquired;
 SELECT pg_advisory_unlock(hashtext(':SCHEMA_NAME.maintenance'));
 
 -- name: JobSweepExpired
--- Expired leases go back to pending with backoff, or to dead when attempts are spent,
--- freeing their capacity slot. Batched, oldest expiry first.
-WITH expired AS (
-  SELECT id FROM :SCHEMA.job
-  WHERE state = 'active' AND lease_expires_at < coalesce($1::timestamptz, now())
-  ORDER BY lease_expires_at
-  LIMIT $2
-  FOR UPDATE SKIP LOCKED
-), swept AS (
-  UPDATE :SCHEMA.job j
-  SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'pending' END:::SCHEMA.job_state,
-      run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
-                    ELSE coalesce($1::timestamptz, now())
-                         + :SCHEMA.backoff_ms(q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter, j.attempts) * interval '1 millisecond'
-               END,
-      finished_at = CASE WHEN j.attempts >= j.max_attempts THEN coalesce($1::timestamptz, now()) END,
-      errors = j.errors || jsonb_build_array(jsonb_build_object(
-                 'message', 'lease expired: the worker stopped heartbeating or died',
-                 'name', 'LeaseExpired', 'attempt', j.attempts, 'startedAt', j.started_at,
-                 'finishedAt', coalesce($1::timestamptz, now()), 'workerId', j.worker_id)),
-      lease_token = NULL, lease_expires_at = NULL
-  FROM expired e, :SCHEMA.queue q
-  WHERE j.id = e.id AND q.name = j.queue
-  RETURNING j.*
-), dead_lettered AS (
-  -- A dead job is also sent to its queue's dead-letter queue, in the same transaction.
-  INSERT INTO :SCHEMA.job (queue, data, max_attempts, run_at, created_at)
-  SELECT dq.name,
-         jsonb_build_object('jobId', d.id::text, 'queue', d.queue, 'data', d.data, 'key', d.key,
-                            'attempts', d.attempts, 'errors', d.errors),
-         dq.max_attempts, d.finished_at, d.finished_at
-  FROM swept d
-  JOIN :SCHEMA.queue q ON q.name = d.queue
-  JOIN :SCHEMA.queue dq ON dq.name = q.dead_letter_queue
-  WHERE d.state = 'dead'
-  RETURNING queue
-), woken AS (
-  SELECT pg_notify(':CHANNEL', w.queue)
-  FROM (SELECT queue FROM swept UNION SELECT queue FROM dead_lettered) w
-  WHERE $3::boolean
-)
-SELECT s.* FROM swept s, (SELECT count(*) FROM woken) w;
+-- Expired leases, oldest expiry first, a batch at a time: the rows locked here (skipping
+-- any a worker is finishing right now), then retried or dead like a failure (retry_or_dead,
+-- sql/functions/finish.sql), freeing their capacity slots.
+SELECT * FROM :SCHEMA.retry_or_dead(
+  ARRAY(SELECT id FROM :SCHEMA.job
+        WHERE state = 'active' AND lease_expires_at < coalesce($1::timestamptz, now())
+        ORDER BY lease_expires_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED),
+  NULL, NULL,
+  jsonb_build_object('message', 'lease expired: the worker stopped heartbeating or died', 'name', 'LeaseExpired'),
+  $1::timestamptz, $3::boolean, true);
 
 -- name: SlotFreeStray
 -- A cap slot is held by an active job of its queue whose `slot` names it: every statement

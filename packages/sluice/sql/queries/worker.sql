@@ -30,45 +30,9 @@ WITH input AS (
 SELECT d.id, d.queue FROM done d, (SELECT count(*) FROM woken) w;
 
 -- name: JobFailMany
--- Attempts left: back to pending after an exponential backoff with jitter. Spent: dead.
--- Each failure is appended to the job's error history.
-WITH input AS (
-  SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::jsonb[]) AS c(id, token, error)
-), failed AS (
-  UPDATE :SCHEMA.job j
-  SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'pending' END:::SCHEMA.job_state,
-      run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
-                    ELSE coalesce($4::timestamptz, now())
-                         + :SCHEMA.backoff_ms(q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter, j.attempts) * interval '1 millisecond'
-               END,
-      finished_at = CASE WHEN j.attempts >= j.max_attempts THEN coalesce($4::timestamptz, now()) END,
-      errors = j.errors || jsonb_build_array(c.error || jsonb_build_object(
-                 'attempt', j.attempts, 'startedAt', j.started_at,
-                 'finishedAt', coalesce($4::timestamptz, now()), 'workerId', j.worker_id)),
-      lease_token = NULL, lease_expires_at = NULL
-  FROM input c, :SCHEMA.queue q
-  WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active' AND q.name = j.queue
-  RETURNING j.*
-), dead_lettered AS (
-  -- A dead job is also sent to its queue's dead-letter queue, in the same transaction.
-  INSERT INTO :SCHEMA.job (queue, data, max_attempts, run_at, created_at)
-  SELECT dq.name,
-         jsonb_build_object('jobId', d.id::text, 'queue', d.queue, 'data', d.data, 'key', d.key,
-                            'attempts', d.attempts, 'errors', d.errors),
-         dq.max_attempts, d.finished_at, d.finished_at
-  FROM failed d
-  JOIN :SCHEMA.queue q ON q.name = d.queue
-  JOIN :SCHEMA.queue dq ON dq.name = q.dead_letter_queue
-  WHERE d.state = 'dead'
-  RETURNING queue
-), woken AS (
-  SELECT pg_notify(':CHANNEL', q.name) FROM :SCHEMA.queue q
-  WHERE $5::boolean
-    AND ((q.name IN (SELECT DISTINCT f.queue FROM failed f)
-          AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL))
-         OR q.name IN (SELECT DISTINCT queue FROM dead_lettered))
-)
-SELECT f.* FROM failed f, (SELECT count(*) FROM woken) w;
+-- Failures reported by workers, fenced by their lease tokens: retried or dead (retry_or_dead,
+-- sql/functions/finish.sql), each with its error appended to the job's history.
+SELECT * FROM :SCHEMA.retry_or_dead($1::bigint[], $2::uuid[], $3::jsonb[], NULL, $4::timestamptz, $5::boolean, false);
 
 -- name: JobRelease
 -- Give a job back at shutdown without counting the interrupted attempt.
