@@ -6,7 +6,7 @@
  */
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AdmissionUnavailableError, KeyLimitError, QueueFullError, SluiceError, ValidationError, httpStatusOf } from 'sluice';
+import { AdmissionUnavailableError, KeyLimitError, QueueFullError, SluiceError, httpStatusOf } from 'sluice';
 import { installJsonBodyParser } from './json-body.js';
 import { STORABLE_TEXT } from './schemas.js';
 
@@ -32,11 +32,6 @@ export interface ErrorBody {
 
 function send(reply: FastifyReply, status: number, error: string, message: string): FastifyReply {
   return reply.code(status).type('application/json; charset=utf-8').send({ error, message } satisfies ErrorBody);
-}
-
-/** A payload over the size limit is a `ValidationError` in the library; over HTTP it is a 413. */
-function isPayloadTooLarge(err: ValidationError): boolean {
-  return /over the limit of \d+/.test(err.message);
 }
 
 /**
@@ -97,7 +92,6 @@ export function installErrorHandlers(app: FastifyInstance): void {
       if (err instanceof QueueFullError || err instanceof KeyLimitError || err instanceof AdmissionUnavailableError) {
         reply.header('retry-after', String(err.retryAfterSeconds));
       }
-      if (err instanceof ValidationError && isPayloadTooLarge(err)) return send(reply, 413, 'payload_too_large', err.message);
       const status = httpStatusOf(err.code);
       // A count that failed is the database's trouble, not the request's: worth a warning
       // (the sluice_sends_admission_unavailable_total counter counts them), not an error each.

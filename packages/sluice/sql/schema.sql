@@ -161,6 +161,7 @@ BEGIN
   IF v_depth + p_incoming > q.max_pending THEN
     RAISE EXCEPTION USING ERRCODE = 'SL503',
       MESSAGE = format('queue "%s" is full (%s ready, limit %s)', q.name, v_depth, q.max_pending),
+      DETAIL = json_build_object('queue', q.name, 'ready', v_depth, 'limit', q.max_pending)::text,
       HINT = q.retry_after_seconds::text;
   END IF;
 END $function$
@@ -183,7 +184,7 @@ BEGIN
   IF v_load + p_incoming > q.max_per_key THEN
     RAISE EXCEPTION USING ERRCODE = 'SL429',
       MESSAGE = format('key "%s" has %s jobs in queue "%s" (limit %s)', p_key, v_load, q.name, q.max_per_key),
-      DETAIL = p_key,
+      DETAIL = json_build_object('queue', q.name, 'key', p_key, 'jobs', v_load, 'limit', q.max_per_key)::text,
       HINT = q.retry_after_seconds::text;
   END IF;
 END $function$
@@ -622,7 +623,8 @@ CREATE OR REPLACE FUNCTION sluice.raise_queue_not_found(p_queue text)
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-  RAISE EXCEPTION USING ERRCODE = 'SL404', MESSAGE = format('queue "%s" does not exist', p_queue);
+  RAISE EXCEPTION USING ERRCODE = 'SL404', MESSAGE = format('queue "%s" does not exist', p_queue),
+    DETAIL = json_build_object('queue', p_queue)::text;
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.retry_or_dead(p_ids bigint[], p_tokens uuid[], p_errors jsonb[], p_error jsonb, p_now timestamp with time zone, p_notify boolean, p_wake_all boolean)

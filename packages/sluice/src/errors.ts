@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'queue_not_found'
   | 'job_not_found'
   | 'queue_full'
+  | 'payload_too_large'
   | 'admission_unavailable'
   | 'key_limit'
   | 'invalid_state'
@@ -29,9 +30,20 @@ export class SluiceError extends Error {
 export class ValidationError extends SluiceError {
   /** The offending field, such as `priority` or `data`, when one can be named. */
   readonly field: string | undefined;
-  constructor(message: string, field?: string) {
-    super('validation', message);
+  constructor(message: string, field?: string, code: 'validation' | 'payload_too_large' = 'validation') {
+    super(code, message);
     this.field = field;
+  }
+}
+
+/** A payload (job data, a result) larger than `maxPayloadBytes` as JSON. Nothing was written. */
+export class PayloadTooLargeError extends ValidationError {
+  readonly sizeBytes: number;
+  readonly limitBytes: number;
+  constructor(field: string, sizeBytes: number, limitBytes: number) {
+    super(`${field} is ${sizeBytes} bytes of JSON, over the limit of ${limitBytes}`, field, 'payload_too_large');
+    this.sizeBytes = sizeBytes;
+    this.limitBytes = limitBytes;
   }
 }
 
@@ -55,10 +67,13 @@ export class JobNotFoundError extends SluiceError {
 export class QueueFullError extends SluiceError {
   readonly queue: string;
   readonly retryAfterSeconds: number;
-  constructor(queue: string, retryAfterSeconds: number, message?: string) {
+  /** The queue's `maxPending`, when the database said it. */
+  readonly limit: number | undefined;
+  constructor(queue: string, retryAfterSeconds: number, message?: string, limit?: number) {
     super('queue_full', message ?? `queue "${queue}" is full; retry after ${retryAfterSeconds} s`);
     this.queue = queue;
     this.retryAfterSeconds = retryAfterSeconds;
+    this.limit = limit;
   }
 }
 
@@ -94,11 +109,14 @@ export class KeyLimitError extends SluiceError {
   readonly queue: string;
   readonly key: string;
   readonly retryAfterSeconds: number;
-  constructor(queue: string, key: string, retryAfterSeconds: number, message?: string) {
+  /** The queue's `maxPerKey`, when the database said it. */
+  readonly limit: number | undefined;
+  constructor(queue: string, key: string, retryAfterSeconds: number, message?: string, limit?: number) {
     super('key_limit', message ?? `key "${key}" has reached its limit on queue "${queue}"; retry after ${retryAfterSeconds} s`);
     this.queue = queue;
     this.key = key;
     this.retryAfterSeconds = retryAfterSeconds;
+    this.limit = limit;
   }
 }
 
@@ -136,6 +154,7 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   queue_not_found: 404,
   job_not_found: 404,
   queue_full: 503,
+  payload_too_large: 413,
   admission_unavailable: 503,
   key_limit: 429,
   invalid_state: 409,

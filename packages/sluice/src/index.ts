@@ -3,6 +3,7 @@ export { Sluice, type SluiceOptions } from './sluice.js';
 export {
   SluiceError,
   ValidationError,
+  PayloadTooLargeError,
   QueueNotFoundError,
   JobNotFoundError,
   QueueFullError,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
-import { AdmissionUnavailableError, KeyLimitError, QueueFullError, QueueNotFoundError, Sluice, ValidationError } from '../src/index.js';
+import { AdmissionUnavailableError, httpStatusOf, KeyLimitError, PayloadTooLargeError, QueueFullError, QueueNotFoundError, Sluice, ValidationError } from '../src/index.js';
 import { databaseUnavailable } from '../src/db/db.js';
 import { makeSluice, sqlClient, testDatabase, uniqueQueue } from './helpers.js';
 
@@ -43,11 +43,33 @@ test('a queue without limits takes a send in one statement; limits set later app
 
   await sluice.send(q, {}, { key: 'k' });
   await sluice.queues.put(q, { maxAttempts: 4, maxPerKey: 2 });
-  await assert.rejects(sluice.send(q, {}, { key: 'k' }), KeyLimitError);
+  // The refusals' fields come from the database as data (DETAIL), not from the message's words.
+  await assert.rejects(sluice.send(q, {}, { key: 'k' }), (err: unknown) => {
+    assert.ok(err instanceof KeyLimitError);
+    assert.deepEqual([err.queue, err.key, err.limit, err.retryAfterSeconds], [q, 'k', 2, 5]);
+    return true;
+  });
   await sluice.send(q, {}); // no key: still one statement, nothing to admit
   await sluice.queues.put(q, { maxAttempts: 4, maxPending: 2 });
-  await assert.rejects(sluice.send(q, {}), QueueFullError);
+  await assert.rejects(sluice.send(q, {}), (err: unknown) => {
+    assert.ok(err instanceof QueueFullError);
+    assert.deepEqual([err.queue, err.limit, err.retryAfterSeconds], [q, 2, 5]);
+    return true;
+  });
   assert.equal(await jobCount(q), 4);
+});
+
+test('a payload over the limit is a PayloadTooLargeError with its sizes (HTTP 413)', async () => {
+  const sluice = await makeSluice({ maxPayloadBytes: 1000 });
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  await assert.rejects(sluice.send(q, { big: 'x'.repeat(2000) }), (err: unknown) => {
+    assert.ok(err instanceof PayloadTooLargeError && err instanceof ValidationError);
+    assert.deepEqual([err.code, err.field, err.limitBytes, httpStatusOf(err.code)], ['payload_too_large', 'data', 1000, 413]);
+    assert.ok(err.sizeBytes > 2000);
+    return true;
+  });
+  assert.equal(await jobCount(q), 0);
 });
 
 test('bad input is refused with a ValidationError and nothing is written', async () => {

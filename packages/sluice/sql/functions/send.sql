@@ -22,7 +22,8 @@
 -- holder; one SQL statement could not, its snapshot predates the lock.
 --
 -- Errors use the SQLSTATE class SL, mapped to typed errors by the library: SL404 queue
--- not found, SL503 queue full (shed), SL429 key at its limit. Lock namespaces
+-- not found, SL503 queue full (shed), SL429 key at its limit; DETAIL holds their fields
+-- as JSON (queue, key, counts, limit) and HINT the retry delay in seconds. Lock namespaces
 -- (two-integer advisory locks, scoped to the transaction):
 --   (hashtext(':SCHEMA_NAME.pending'), hashtext(queue))      depth admission per queue
 --   (hashtext(':SCHEMA_NAME.key'), hashtext(queue/key))       per-key admission
@@ -35,7 +36,8 @@
 -- SL404: the queue does not exist.
 CREATE OR REPLACE FUNCTION :SCHEMA.raise_queue_not_found(p_queue text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-  RAISE EXCEPTION USING ERRCODE = 'SL404', MESSAGE = format('queue "%s" does not exist', p_queue);
+  RAISE EXCEPTION USING ERRCODE = 'SL404', MESSAGE = format('queue "%s" does not exist', p_queue),
+    DETAIL = json_build_object('queue', p_queue)::text;
 END $$;
 
 -- SL503 unless `p_incoming` more ready jobs keep the queue within max_pending. The cut-off
@@ -57,6 +59,7 @@ BEGIN
   IF v_depth + p_incoming > q.max_pending THEN
     RAISE EXCEPTION USING ERRCODE = 'SL503',
       MESSAGE = format('queue "%s" is full (%s ready, limit %s)', q.name, v_depth, q.max_pending),
+      DETAIL = json_build_object('queue', q.name, 'ready', v_depth, 'limit', q.max_pending)::text,
       HINT = q.retry_after_seconds::text;
   END IF;
 END $$;
@@ -79,7 +82,7 @@ BEGIN
   IF v_load + p_incoming > q.max_per_key THEN
     RAISE EXCEPTION USING ERRCODE = 'SL429',
       MESSAGE = format('key "%s" has %s jobs in queue "%s" (limit %s)', p_key, v_load, q.name, q.max_per_key),
-      DETAIL = p_key,
+      DETAIL = json_build_object('queue', q.name, 'key', p_key, 'jobs', v_load, 'limit', q.max_per_key)::text,
       HINT = q.retry_after_seconds::text;
   END IF;
 END $$;

@@ -167,19 +167,29 @@ interface PgError {
   hint?: string;
 }
 
-/** Map the SL-class SQLSTATEs raised by sql/functions/send.sql to the library's typed errors. */
+/**
+ * Map the SL-class SQLSTATEs raised by sql/functions/send.sql to the library's typed
+ * errors, from the fields the functions give in DETAIL (JSON) and HINT (the retry delay),
+ * never from the message's words.
+ */
 export function translate(err: unknown): unknown {
   const e = err as PgError;
   if (typeof e?.code !== 'string' || !e.code.startsWith('SL')) return err;
   const retryAfter = Number(e.hint ?? '5') || 5;
-  const queue = /queue "([^"]*)"/.exec(e.message)?.[1] ?? '';
+  let fields: { queue?: string; key?: string; limit?: number };
+  try {
+    fields = JSON.parse(e.detail ?? '{}') as typeof fields;
+  } catch {
+    fields = {};
+  }
+  const queue = fields.queue ?? '';
   switch (e.code) {
     case 'SL404':
       return new QueueNotFoundError(queue);
     case 'SL503':
-      return new QueueFullError(queue, retryAfter, e.message);
+      return new QueueFullError(queue, retryAfter, e.message, fields.limit);
     case 'SL429':
-      return new KeyLimitError(queue, e.detail ?? '', retryAfter, e.message);
+      return new KeyLimitError(queue, fields.key ?? '', retryAfter, e.message, fields.limit);
     default:
       return err;
   }

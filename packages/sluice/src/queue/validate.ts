@@ -2,7 +2,7 @@
  * Input validation. Everything a caller passes is checked here, before any SQL runs, so
  * bad input fails with a `ValidationError` that names the field and writes nothing.
  */
-import { ValidationError } from '../errors.js';
+import { PayloadTooLargeError, ValidationError } from '../errors.js';
 import type { QueuePolicy, SendOptions } from '../types.js';
 
 const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
@@ -190,7 +190,7 @@ export function serializePayload(data: unknown, maxBytes: number, field = 'data'
   const text = JSON.stringify(data);
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > maxBytes) {
-    throw new ValidationError(`${field} is ${bytes} bytes of JSON, over the limit of ${maxBytes}`, field);
+    throw new PayloadTooLargeError(field, bytes, maxBytes);
   }
   return text;
 }
