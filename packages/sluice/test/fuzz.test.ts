@@ -10,7 +10,7 @@ import { SluiceError, ValidationError, type Job, type QueuePolicy, type SendMany
 import { makeSluice, sqlClient } from './helpers.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_130);
-const CODES = new Set(['validation', 'queue_not_found', 'job_not_found', 'queue_full', 'key_limit', 'invalid_state', 'lease_lost']);
+const CODES = new Set(['validation', 'payload_too_large', 'queue_not_found', 'job_not_found', 'queue_full', 'key_limit', 'invalid_state', 'lease_lost']);
 const sluice = await makeSluice({ maxPayloadBytes: 16 * 1024 });
 const sql = await sqlClient();
 await sluice.queues.put('lib-fuzz', { maxAttempts: 4 });
