@@ -243,7 +243,7 @@ async function v2Host(parent: string, makeParent: boolean): Promise<{ host: Cgro
   } catch (error) {
     return { why: `cannot use cgroup v2 at ${parent}: ${(error as Error).message}` };
   }
-  const cpu = hasControllers(parent, ['cpu']) && readFileSync(join(parent, 'cgroup.subtree_control'), 'utf8').includes('cpu');
+  const cpu = subtreeControllers(parent).includes('cpu');
   const host: CgroupHost = {
     version: 'v2',
     location: parent,
@@ -277,25 +277,40 @@ async function v2Host(parent: string, makeParent: boolean): Promise<{ host: Cgro
   return { host };
 }
 
+/** The controllers `dir` distributes to its children. */
+function subtreeControllers(dir: string): string[] {
+  try {
+    return readFileSync(join(dir, 'cgroup.subtree_control'), 'utf8').trim().split(/\s+/);
+  } catch {
+    return [];
+  }
+}
+
 /**
- * Makes `dir` distribute pids, memory and cpu to its children. When `dir` holds this
- * process (a delegated subtree), the process first moves into the leaf `engine`.
+ * Makes `dir` distribute pids and memory (required) and cpu (when it can) to its children.
+ * When `dir` holds processes (a delegated subtree the engine runs in), they first move into
+ * the leaf `engine`: v2 lets only a group without processes distribute controllers.
  */
 async function enableControllers(dir: string): Promise<void> {
   const available = readFileSync(join(dir, 'cgroup.controllers'), 'utf8').trim().split(/\s+/);
-  const enabled = readFileSync(join(dir, 'cgroup.subtree_control'), 'utf8').trim().split(/\s+/);
-  const wanted = ['pids', 'memory', 'cpu'].filter((c) => available.includes(c) && !enabled.includes(c));
-  if (wanted.length === 0) return;
-  const line = wanted.map((c) => `+${c}`).join(' ');
-  try {
-    await writeFile(join(dir, 'cgroup.subtree_control'), line);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EBUSY' || !listProcesses(dir).includes(process.pid)) throw error;
-    const leaf = join(dir, 'engine');
-    await mkdir(leaf, { recursive: true });
-    for (const pid of listProcesses(dir)) await writeFile(join(leaf, 'cgroup.procs'), String(pid));
-    await writeFile(join(dir, 'cgroup.subtree_control'), line);
+  const enable = async (controller: string) => {
+    if (subtreeControllers(dir).includes(controller)) return;
+    try {
+      await writeFile(join(dir, 'cgroup.subtree_control'), `+${controller}`);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EBUSY' || listProcesses(dir).length === 0) throw error;
+      const leaf = join(dir, 'engine');
+      await mkdir(leaf, { recursive: true });
+      for (const pid of listProcesses(dir)) await writeFile(join(leaf, 'cgroup.procs'), String(pid));
+      await writeFile(join(dir, 'cgroup.subtree_control'), `+${controller}`);
+    }
+  };
+  for (const controller of ['pids', 'memory']) {
+    if (!available.includes(controller)) throw new Error(`the ${controller} controller is not available in ${dir}`);
+    await enable(controller);
   }
+  // CPU bandwidth is a bound on top: a host that does not delegate cpu still bounds processes and memory.
+  if (available.includes('cpu')) await enable('cpu').catch(() => undefined);
 }
 
 function v2Run(name: string, dir: string): RunCgroup {
