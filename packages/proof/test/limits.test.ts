@@ -171,7 +171,9 @@ for (const mode of MODES) {
       assert.ok(status === 'failed' || result.problems.some((p) => /ran out of memory/.test(p)), problems(result));
       if (mode.wholeRun) {
         assert.ok(result.usage?.peakMemoryBytes !== null && result.usage!.peakMemoryBytes! <= memoryLimitMb * 1024 * 1024, JSON.stringify(result.usage));
-        assert.ok(before - lowest < (memoryLimitMb + 512) * 1024 * 1024, `the host lost ${before - lowest} bytes of available memory`);
+        // Other test files run beside this one (a browser, PostgreSQL): the margin is theirs.
+        // Without the bound the children would take 12 GB.
+        assert.ok(before - lowest < (memoryLimitMb + 2048) * 1024 * 1024, `the host lost ${before - lowest} bytes of available memory`);
       }
       t.diagnostic(
         `${mode.name}: ${children} × 400 MB under memoryLimitMb ${memoryLimitMb}: sampled peak ${Math.round(peak / 2 ** 20)} MiB, ` +
@@ -216,8 +218,10 @@ for (const mode of MODES) {
       assert.ok(hostForks > 0);
       if (mode.wholeRun) {
         assert.ok(result.problems.some((p) => /more CPU time than its limit/.test(p)), problems(result));
-        // The watchdog reads every 200 ms; a bandwidth of 1 core adds at most that much per read.
-        assert.ok((result.usage?.cpuTimeMs ?? Infinity) < cpuTimeLimitMs + 2_000, JSON.stringify(result.usage));
+        // The watchdog reads every 200 ms, later when this process is starved on a busy host;
+        // at 1 core of bandwidth the run overshoots by no more than that delay. Unbounded, 30
+        // spinners would use up to 60 s each.
+        assert.ok((result.usage?.cpuTimeMs ?? Infinity) < cpuTimeLimitMs + 6_000, JSON.stringify(result.usage));
       } else {
         // Each process is killed at its own RLIMIT_CPU: the children die and the suite fails.
         assert.equal(result.timedOut, false, problems(result));
@@ -261,7 +265,7 @@ for (const mode of MODES) {
       });
       assert.equal(result.tests['test_fill.py::test_fill']?.status, 'passed', problems(result));
       // Other writers share this disk; far less than the 2 GiB the fill tries is the test.
-      assert.ok(before - lowest < 512 * 1024 * 1024, `the host disk lost ${before - lowest} bytes during the run`);
+      assert.ok(before - lowest < 1024 * 1024 * 1024, `the host disk lost ${before - lowest} bytes during the run`);
       t.diagnostic(`${mode.name}: disk fill stopped at ${diskLimitMb} MiB; host free space fell by at most ${Math.max(0, before - lowest)} bytes`);
       await assertCleanedUp(root, [root]);
     } finally {
