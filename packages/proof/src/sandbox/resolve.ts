@@ -151,7 +151,7 @@ export async function resolveSandbox(options: EngineOptions): Promise<Sandbox> {
       if (!cgroups && hostUser === 'self' && !allowUnbounded) throw unbounded(`bubblewrap runs as root on the host (sandboxHostUser 'self') and ${noGroup}`);
       const bounds = describe('bubblewrap', hostUser, limits, cgroups, allowUnbounded);
       warnIfUnbounded(logger, bounds);
-      const toolchain = () => (hostUser === 'unprivileged' ? reachableJestToolchain(cacheDir) : Promise.resolve(jestToolchain()));
+      const toolchain = toolchainFor(hostUser, cacheDir);
       return bubblewrapSandbox(bwrap, { uid, gid, hostUser, limits, bounds, cgroups, toolchain }, options.workspaceRoot);
     }
     if (mode === 'bubblewrap' || !allowUnsandboxed) {
@@ -168,7 +168,7 @@ export async function resolveSandbox(options: EngineOptions): Promise<Sandbox> {
   const hostUser = isRoot() ? 'unprivileged' : 'engine';
   const bounds = describe('none', hostUser, limits, cgroups, allowUnbounded);
   warnIfUnbounded(logger, bounds);
-  const toolchain = () => (hostUser === 'unprivileged' ? reachableJestToolchain(cacheDir) : Promise.resolve(jestToolchain()));
+  const toolchain = toolchainFor(hostUser, cacheDir);
   return unsandboxed({ uid, gid, hostUser, limits, bounds, cgroups, toolchain });
 }
 
@@ -179,6 +179,11 @@ export async function resolveSandbox(options: EngineOptions): Promise<Sandbox> {
 export async function sweepStaleRunGroups(options: EngineOptions & { olderThanMs?: number } = {}): Promise<string[]> {
   const found = await findCgroupHost(options.cgroupRoot ?? process.env.SLUICE_PROOF_CGROUP_ROOT ?? undefined);
   return 'host' in found ? found.host.sweep(options.olderThanMs ?? STALE_GROUP_AFTER_MS) : [];
+}
+
+/** The Jest toolchain as the code's host user can reach it: the cached copy for the sandbox uid, else the project's. */
+function toolchainFor(hostUser: RunBounds['hostUser'], cacheDir: string): () => Promise<JestToolchain> {
+  return () => (hostUser === 'unprivileged' ? reachableJestToolchain(cacheDir) : Promise.resolve(jestToolchain()));
 }
 
 /** The bounds a run would get with these options, or the `sandbox_unavailable` error it would get. */
