@@ -13,7 +13,7 @@ export { CATALOG, catalogDomains, type CatalogEntry } from './catalog/index.js';
 export { Semaphore } from './semaphore.js';
 export { gradeSuite } from './grading.js';
 export { migrate } from './db.js';
-export { MissionsError, ProofRejectedError, missionsHttpStatus, type MissionsErrorCode } from './errors.js';
+export { MissionsError, ProofRejectedError, type MissionsErrorCode } from './errors.js';
 export type * from './types.js';
 export { missionsRoutes, type MissionsRoutesOptions } from './routes.js';
 export { LlmGenerator, buildGenerationPrompt, parseGenerationReply, type LlmGeneratorOptions } from './llm-generator.js';

@@ -13,13 +13,14 @@
  *   GET  /api/missions/status             generator, auto-approval, whether the sandbox works (admin)
  *
  * The jobs themselves are Sluice's own `GET /api/jobs/:id`. Authentication is the
- * host's: it passes the hooks that check the candidate (API) and admin tokens. Errors are
- * `{ error: <stable code>, message }`, like the server's.
+ * host's: it passes the hooks that check the candidate (API) and admin tokens. Errors too:
+ * the plugin sets no error handler, so by Fastify's encapsulation the host's answers for
+ * these routes, every `SluiceError` (engine, proof, missions) from the one table of
+ * `@sluice/errors`, as `{ error: <stable code>, message }`.
  */
-import type { FastifyError, FastifyInstance, FastifyReply, onRequestHookHandler } from 'fastify';
-import { STORABLE_TEXT, validationMessage } from '@sluice/server';
-import { AdmissionUnavailableError, KeyLimitError, QueueFullError, SluiceError, httpStatusOf } from 'sluice';
-import { MissionsError, missionsHttpStatus } from './errors.js';
+import type { FastifyInstance, onRequestHookHandler } from 'fastify';
+import { STORABLE_TEXT } from '@sluice/server';
+import { MissionsError } from './errors.js';
 import type { Missions } from './missions.js';
 import type { QaStatus } from './types.js';
 
@@ -37,21 +38,6 @@ const storable = (minLength: number, maxLength?: number) =>
   ({ type: 'string', minLength, ...(maxLength === undefined ? {} : { maxLength }), pattern: STORABLE_TEXT }) as const;
 
 export async function missionsRoutes(app: FastifyInstance, { missions, apiAuth, adminAuth }: MissionsRoutesOptions): Promise<void> {
-  // The plugin is encapsulated: this handler answers for these routes only.
-  app.setErrorHandler((err: FastifyError | Error, request, reply) => {
-    if (err instanceof MissionsError) return fail(reply, missionsHttpStatus(err.code), err.code, err.message);
-    if (err instanceof SluiceError) {
-      if (err instanceof QueueFullError || err instanceof KeyLimitError || err instanceof AdmissionUnavailableError) {
-        reply.header('retry-after', String(err.retryAfterSeconds));
-      }
-      return fail(reply, httpStatusOf(err.code), err.code, err.message);
-    }
-    if ((err as FastifyError).validation) return fail(reply, 400, 'validation', validationMessage(err as FastifyError));
-    // Anything else (the host's 401/403, a 413 or 415, an unexpected failure) goes to the
-    // host's error handler, so these routes answer exactly like the server's own.
-    throw err;
-  });
-
   app.post<{ Body: { userId: string; role: string } }>('/api/missions/request', {
     onRequest: apiAuth,
     schema: {
@@ -130,8 +116,4 @@ function reviewNote(body: unknown): string | undefined {
     throw new MissionsError('validation', 'a review body is { note?: string } (at most 2000 characters)');
   }
   return note as string | undefined;
-}
-
-function fail(reply: FastifyReply, status: number, error: string, message: string): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send({ error, message });
 }

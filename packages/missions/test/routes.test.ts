@@ -1,7 +1,11 @@
-/** The HTTP routes, mounted as a plugin on a bare Fastify with token hooks like the server's. */
+/**
+ * The HTTP routes, mounted as a plugin on a bare Fastify with the server's error handlers
+ * (which answer for the plugin's routes) and token hooks like the server's.
+ */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Fastify, { type FastifyInstance, type onRequestHookHandler } from 'fastify';
+import { installErrorHandlers } from '@sluice/server';
 import { missionsRoutes } from '../src/index.js';
 import { harness, insertMission, type Harness } from './helpers.js';
 
@@ -16,6 +20,7 @@ const admin = { authorization: 'Bearer admin' };
 before(async () => {
   h = await harness({ config: { generation: { maxPending: 4 } } });
   app = Fastify();
+  installErrorHandlers(app);
   await app.register(missionsRoutes, { missions: h.missions, apiAuth: token('api'), adminAuth: token('admin') });
   await app.ready();
 });
@@ -48,6 +53,7 @@ test('request: 200 from the pool, 202 with a job id otherwise, 429 past 3 per us
 test('request: 503 admission_unavailable with Retry-After when the generation queue cannot count in time; nothing written', { timeout: 60_000 }, async () => {
   const timed = await harness({}, { statementTimeoutMs: 300 });
   const timedApp = Fastify();
+  installErrorHandlers(timedApp);
   await timedApp.register(missionsRoutes, { missions: timed.missions, apiAuth: token('api'), adminAuth: token('admin') });
   await timedApp.ready();
   // Another session holds the lock the generation queue's depth count takes.

@@ -1,26 +1,17 @@
 /**
  * The proof engine's error hierarchy. Every error carries a stable `code`, safe to match
  * on and to print. A verdict that rejects a challenge is not an error: errors are for bad
- * input and for an environment that cannot run a proof safely.
+ * input and for an environment that cannot run a proof safely. `ProofError` extends the
+ * `SluiceError` of `@sluice/errors`, which holds the codes and their HTTP statuses.
  */
+import { SluiceError, type ProofErrorCode } from '@sluice/errors';
 
-export type ProofErrorCode =
-  | 'invalid_input'
-  | 'sandbox_unavailable'
-  | 'runner_unavailable'
-  | 'database_unavailable'
-  | 'pgtap_unavailable'
-  | 'challenge_invalid'
-  | 'llm_not_configured'
-  | 'llm_request_failed'
-  | 'llm_reply_invalid';
+export type { ProofErrorCode } from '@sluice/errors';
 
-export class ProofError extends Error {
-  readonly code: ProofErrorCode;
+export class ProofError extends SluiceError {
+  declare readonly code: ProofErrorCode;
   constructor(code: ProofErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-    this.name = new.target.name;
+    super(code, message, options);
   }
 }
 

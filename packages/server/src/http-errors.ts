@@ -1,12 +1,15 @@
 /**
- * Every error answer is `{ error: <stable code>, message }`. Library errors map to HTTP
- * through `httpStatusOf` (one table for every front end); Fastify's own errors (bad JSON,
- * a body that is not UTF-8, schema validation, body too large, wrong content type, unknown
- * route, an undecodable URL) and requests Node's HTTP parser refuses get codes here.
+ * Every error answer is `{ error: <stable code>, message }`. Every `SluiceError` (the
+ * engine's, the proof engine's, the platform's) answers through `httpAnswerOf`: the one
+ * code → status table of `@sluice/errors`, and `Retry-After` from the error's
+ * `retryAfterSeconds`. An application's plugin routes set no handler of their own, so
+ * this one answers for them too. Fastify's own errors (bad JSON, a body that is not
+ * UTF-8, schema validation, body too large, wrong content type, unknown route, an
+ * undecodable URL) and requests Node's HTTP parser refuses get codes here.
  */
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AdmissionUnavailableError, KeyLimitError, QueueFullError, SluiceError, httpStatusOf } from 'sluice';
+import { SluiceError, httpAnswerOf } from 'sluice';
 import { installJsonBodyParser } from './json-body.js';
 import { STORABLE_TEXT } from './schemas.js';
 
@@ -46,8 +49,8 @@ export function frameworkErrorHandler(err: FastifyError, _request: FastifyReques
 
 /**
  * Ajv's words, except for the storable-text pattern, whose regular expression explains
- * nothing. Exported so that an application's routes (which may answer their own schema
- * errors) say the same thing.
+ * nothing. Exported so that an application's routes, if they answer their own schema
+ * errors, say the same thing.
  */
 export function validationMessage(err: FastifyError): string {
   const first = err.validation?.[0];
@@ -81,6 +84,7 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): 
   );
 }
 
+/** The API's error answers, on `app` and on every plugin registered after (Fastify's inheritance). */
 export function installErrorHandlers(app: FastifyInstance): void {
   // A body that is not UTF-8 is bad input like malformed JSON, refused with the same shape.
   installJsonBodyParser(app);
@@ -89,15 +93,13 @@ export function installErrorHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | Error, request, reply) => {
     if (err instanceof HttpError) return send(reply, err.statusCode, err.code, err.message);
     if (err instanceof SluiceError) {
-      if (err instanceof QueueFullError || err instanceof KeyLimitError || err instanceof AdmissionUnavailableError) {
-        reply.header('retry-after', String(err.retryAfterSeconds));
-      }
-      const status = httpStatusOf(err.code);
+      const answer = httpAnswerOf(err);
+      if (answer.retryAfterSeconds !== undefined) reply.header('retry-after', String(answer.retryAfterSeconds));
       // A count that failed is the database's trouble, not the request's: worth a warning
       // (the sluice_sends_admission_unavailable_total counter counts them), not an error each.
-      if (err instanceof AdmissionUnavailableError) request.log.warn({ err: err.message, code: err.code }, 'admission unavailable');
-      else if (status >= 500 && err.code !== 'queue_full') request.log.error({ err: err.message, code: err.code }, 'request failed');
-      return send(reply, status, err.code, err.message);
+      if (answer.code === 'admission_unavailable') request.log.warn({ err: answer.message, code: answer.code }, 'admission unavailable');
+      else if (answer.status >= 500 && answer.code !== 'queue_full') request.log.error({ err: answer.message, code: answer.code }, 'request failed');
+      return send(reply, answer.status, answer.code, answer.message);
     }
     const fastifyError = err as FastifyError;
     if (fastifyError.validation) return send(reply, 400, 'validation', validationMessage(fastifyError));

@@ -6,5 +6,5 @@ export { loadOrCreateTokens, generateToken, TokenChecker, type Tokens, type Toke
 export { requireToken } from './auth.js';
 export type { RouteContext, AppPlugin, ServerExtension, ExtensionStartContext } from './context.js';
 export { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
-export { validationMessage } from './http-errors.js';
+export { installErrorHandlers, validationMessage } from './http-errors.js';
 export { STORABLE_TEXT } from './schemas.js';

@@ -1,30 +1,12 @@
 /**
- * One error hierarchy for the whole library. Every error carries a stable `code`
- * (safe to match on, log and return over HTTP); `httpStatusOf` maps codes to HTTP
- * statuses in one place so every front end answers the same way.
+ * The engine's errors. They extend the one `SluiceError` of `@sluice/errors`, shared with
+ * the proof engine and the platform, which holds every stable code and the code → HTTP
+ * table (`httpStatusOf`, `httpAnswerOf`); refusals for lack of capacity carry
+ * `retryAfterSeconds`.
  */
+import { SluiceError } from '@sluice/errors';
 
-export type ErrorCode =
-  | 'validation'
-  | 'queue_not_found'
-  | 'job_not_found'
-  | 'queue_full'
-  | 'payload_too_large'
-  | 'admission_unavailable'
-  | 'key_limit'
-  | 'invalid_state'
-  | 'lease_lost'
-  | 'schema_version'
-  | 'closed';
-
-export class SluiceError extends Error {
-  readonly code: ErrorCode;
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-    this.name = new.target.name;
-  }
-}
+export { SluiceError, httpStatusOf, httpAnswerOf, type ErrorCode, type HttpAnswer } from '@sluice/errors';
 
 /** Bad input: a name, an option or a payload the library cannot accept. Nothing was written. */
 export class ValidationError extends SluiceError {
@@ -66,7 +48,7 @@ export class JobNotFoundError extends SluiceError {
 /** The queue sheds load: its ready depth reached `maxPending`. Nothing was enqueued. */
 export class QueueFullError extends SluiceError {
   readonly queue: string;
-  readonly retryAfterSeconds: number;
+  override readonly retryAfterSeconds: number;
   /** The queue's `maxPending`, when the database said it. */
   readonly limit: number | undefined;
   constructor(queue: string, retryAfterSeconds: number, message?: string, limit?: number) {
@@ -91,7 +73,7 @@ export class QueueFullError extends SluiceError {
  */
 export class AdmissionUnavailableError extends SluiceError {
   readonly queue: string;
-  readonly retryAfterSeconds: number;
+  override readonly retryAfterSeconds: number;
   constructor(queue: string, retryAfterSeconds: number, cause: unknown) {
     const reason = cause instanceof Error ? cause.message : String(cause);
     super(
@@ -108,7 +90,7 @@ export class AdmissionUnavailableError extends SluiceError {
 export class KeyLimitError extends SluiceError {
   readonly queue: string;
   readonly key: string;
-  readonly retryAfterSeconds: number;
+  override readonly retryAfterSeconds: number;
   /** The queue's `maxPerKey`, when the database said it. */
   readonly limit: number | undefined;
   constructor(queue: string, key: string, retryAfterSeconds: number, message?: string, limit?: number) {
@@ -147,23 +129,4 @@ export class ClosedError extends SluiceError {
   constructor() {
     super('closed', 'this Sluice instance is closed');
   }
-}
-
-const HTTP_STATUS: Record<ErrorCode, number> = {
-  validation: 400,
-  queue_not_found: 404,
-  job_not_found: 404,
-  queue_full: 503,
-  payload_too_large: 413,
-  admission_unavailable: 503,
-  key_limit: 429,
-  invalid_state: 409,
-  lease_lost: 409,
-  schema_version: 503,
-  closed: 503,
-};
-
-/** The HTTP status a front end should answer for an error code. */
-export function httpStatusOf(code: ErrorCode): number {
-  return HTTP_STATUS[code];
 }

@@ -14,7 +14,9 @@ export {
   SchemaVersionError,
   ClosedError,
   httpStatusOf,
+  httpAnswerOf,
   type ErrorCode,
+  type HttpAnswer,
 } from './errors.js';
 export type { Worker, WorkOptions, Handler, JobContext } from './worker/worker.js';
 export type { TickResult } from './maintenance/maintenance.js';
