@@ -38,4 +38,7 @@ export type {
   SendManyItem,
   SendResult,
   Logger,
+  SluiceEvents,
+  JobIds,
+  FreedSlot,
 } from './types.js';

@@ -1,9 +1,7 @@
 /**
  * The entry point: `new Sluice({ connectionString })`. Holds the pool, the notification
  * listener, the workers and the maintenance tick of one process, and exposes the public
- * API. Events (`sluice.on(...)`): `dead` (Job), `failed` (Job, retry scheduled),
- * `completed` ({ queue, ids }), `lease-lost` ({ queue, ids }), `swept` (Job[]),
- * `slots-freed` ({ queue, slot, jobId }[]).
+ * API. Events (`sluice.on(...)`): `SluiceEvents` (types.ts).
  */
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
@@ -23,7 +21,7 @@ import { Waker } from './queue/waker.js';
 import { Schedules } from './maintenance/schedules.js';
 import { Queues } from './queue/queues.js';
 import { validateInt, validateQueueName, validateSchemaName } from './queue/validate.js';
-import type { ClaimedJob, Job, Logger, ThroughputBucket, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
+import type { ClaimedJob, Emit, Job, Logger, SluiceEvents, ThroughputBucket, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
 import { Worker, type Handler, type WorkOptions } from './worker/worker.js';
 
 export interface SluiceOptions {
@@ -65,7 +63,7 @@ export interface SluiceOptions {
   now?: () => Date;
 }
 
-export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>> extends EventEmitter {
+export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>> extends EventEmitter<SluiceEvents> {
   readonly schema: string;
   readonly queues: Queues;
   /** Cron schedules, enqueued by the maintenance tick. */
@@ -89,6 +87,10 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   private readonly now: () => Date | null;
   private schemaChecked: Promise<void> | null = null;
   private closed = false;
+  /** `emit`, typed, for the parts that raise events (workers, maintenance). */
+  private readonly emitEvent: Emit = (event, ...args) => {
+    this.emit(event, ...(args as any));
+  };
 
   constructor(options: SluiceOptions) {
     super();
@@ -139,7 +141,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
       logger: this.logger,
       notify: this.notify,
       now: this.now,
-      emit: (event, ...args) => this.emit(event, ...args),
+      emit: this.emitEvent,
     });
   }
 
@@ -229,21 +231,21 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   /** Counters follow the events, whichever path (worker, pull API, sweeper) raised them. */
   private countEvents(): void {
     const m = this.metrics;
-    this.on('completed', (e: { queue: string; ids: string[] }) => m.completed.inc({ queue: e.queue }, e.ids.length));
-    this.on('failed', (job: Job) => {
+    this.on('completed', (e) => m.completed.inc({ queue: e.queue }, e.ids.length));
+    this.on('failed', (job) => {
       m.failed.inc({ queue: job.queue });
       m.retried.inc({ queue: job.queue });
     });
-    this.on('dead', (job: Job) => {
+    this.on('dead', (job) => {
       m.dead.inc({ queue: job.queue });
       if (job.errors[job.errors.length - 1]?.name !== 'LeaseExpired') m.failed.inc({ queue: job.queue });
     });
-    this.on('lease-lost', (e: { queue: string; ids: string[] }) => m.leaseLost.inc({ queue: e.queue }, e.ids.length));
-    this.on('swept', (jobs: Job[]) => {
+    this.on('lease-lost', (e) => m.leaseLost.inc({ queue: e.queue }, e.ids.length));
+    this.on('swept', (jobs) => {
       for (const job of jobs) m.swept.inc({ queue: job.queue });
       for (const worker of this.workers) worker.wakeWhenDue(jobs);
     });
-    this.on('slots-freed', (slots: { queue: string }[]) => {
+    this.on('slots-freed', (slots) => {
       for (const slot of slots) m.slotsFreed.inc({ queue: slot.queue });
     });
   }
@@ -261,7 +263,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
         maxPayloadBytes: this.maxPayloadBytes,
         notify: this.notify,
         now: this.now,
-        emit: (event, ...args) => this.emit(event, ...args),
+        emit: this.emitEvent,
         metrics: this.metrics,
         onStopped: (w) => this.workers.delete(w),
       },
@@ -300,7 +302,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   /** Fail a claimed job (retry with backoff, or dead); `LeaseLostError` if the lease was lost. */
   async fail(id: string, leaseToken: string, error: { message: string; name?: string; stack?: string }): Promise<Job> {
     const job = await this.jobs.fail(id, leaseToken, error);
-    if (job.state === 'dead') reportDead(this.logger, (event, ...args) => this.emit(event, ...args), job);
+    if (job.state === 'dead') reportDead(this.logger, this.emitEvent, job);
     else this.emit('failed', job);
     return job;
   }

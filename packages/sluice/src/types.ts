@@ -172,3 +172,37 @@ export interface Logger {
   info(obj: object, msg?: string): void;
   debug(obj: object, msg?: string): void;
 }
+
+/** Jobs of one queue, by id: what a batch of completions or fenced-out results reports. */
+export interface JobIds {
+  queue: string;
+  ids: string[];
+}
+
+/** A cap slot a sweep or a lowered cap freed. */
+export interface FreedSlot {
+  queue: string;
+  slot: number;
+  jobId: string;
+}
+
+/**
+ * The events a Sluice instance emits (`sluice.on(event, listener)`), whichever path
+ * (worker, pull API, maintenance) made the change in this process.
+ */
+export interface SluiceEvents {
+  /** Completions written. */
+  completed: [JobIds];
+  /** An attempt failed and a retry is scheduled (the job is pending again). */
+  failed: [Job];
+  /** A job spent its attempts. */
+  dead: [Job];
+  /** Results fenced out: the jobs' leases were lost before they were written. */
+  'lease-lost': [JobIds];
+  /** Jobs whose leases ran out, taken back by the sweeper. */
+  swept: [Job[]];
+  'slots-freed': [FreedSlot[]];
+}
+
+/** Emits one of `SluiceEvents`, typed. */
+export type Emit = <E extends keyof SluiceEvents>(event: E, ...args: SluiceEvents[E]) => void;

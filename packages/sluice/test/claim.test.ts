@@ -372,10 +372,10 @@ test('cap slots: jobs claimed ahead wait with slot 0 outside the cap; a completi
     (await sluice.pool.query('SELECT n, job_id::text AS job FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL ORDER BY n', [q])).rows as { n: number; job: string }[];
   const claim = async (limit: number, ahead: number): Promise<Leased[]> =>
     (await sluice.pool.query("SELECT id::text, lease_token AS token, slot FROM sluice.claim($1, $2, 'w', NULL, $3)", [q, limit, ahead])).rows;
-  /** Completes `done`, moves `move` (in that order), claims nothing. */
+  /** Completes `done` and moves `move` (in that order), as a worker with nothing to claim for. */
   const completeAndMove = async (done: Leased[], move: Leased[]) => {
     const { rows } = await sluice.pool.query(
-      "SELECT completed, moved FROM sluice.complete_and_claim($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, 0, 'w', 0, $5::bigint[], $6::uuid[])",
+      "SELECT completed, moved FROM sluice.complete_and_move($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, $5::bigint[], $6::uuid[])",
       [done.map((j) => j.id), done.map((j) => j.token), done.map(() => 'null'), q, move.map((j) => j.id), move.map((j) => j.token)],
     );
     return { completed: rows[0].completed.map(String) as string[], moved: rows[0].moved.map(String) as string[] };
@@ -464,7 +464,7 @@ test('cap slots: a flush and a move that lock the same waiting jobs take them in
     await flush.query('SELECT 1 FROM sluice.job WHERE id = $1 FOR UPDATE', [w1.id]);
     const moverPid = (await mover.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
     const move = mover.query(
-      "SELECT completed, moved FROM sluice.complete_and_claim($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, 0, 'w', 0, $5::bigint[], $6::uuid[])",
+      "SELECT completed, moved FROM sluice.complete_and_move($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, $5::bigint[], $6::uuid[])",
       [running.map((j) => j.id), running.map((j) => j.token), running.map(() => 'null'), q, [w2.id, w1.id], [w2.token, w1.token]],
     );
     const outcome = move.then(() => 'done', (err: Error) => err.message);
@@ -497,7 +497,7 @@ test('cap slots: a completion that waited for the statement moving its job into 
   assert.deepEqual([a.slot, w.slot, c.slot], [1, 0, 0]);
   const completeAndMove = (client: { query: typeof sluice.pool.query }, done: Leased[], move: Leased[]) =>
     client.query(
-      "SELECT completed, moved FROM sluice.complete_and_claim($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, 0, 'w', 0, $5::bigint[], $6::uuid[])",
+      "SELECT completed, moved FROM sluice.complete_and_move($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, $5::bigint[], $6::uuid[])",
       [done.map((j) => j.id), done.map((j) => j.token), done.map(() => 'null'), q, move.map((j) => j.id), move.map((j) => j.token)],
     );
 
@@ -534,7 +534,7 @@ test('cap slots: a completion that waited for the statement moving its job into 
 
 test('plans a connection cached while its queues were empty stay primary-key and ready-index reads once they hold 20,000 jobs (moves included)', async () => {
   // The hot path keeps one generic plan per statement for the life of a connection
-  // (migration 0009): a plan made on an empty table, without statistics, must not turn
+  // (slots.sql, "Planning"): a plan made on an empty table, without statistics, must not turn
   // into a scan of the table once it fills up.
   const sluice = await makeSluice();
   const capped = uniqueQueue('plan-capped');

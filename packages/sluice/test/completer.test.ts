@@ -1,4 +1,4 @@
-// The completer's ordering of statements that carry moves (migration 0011): a completion
+// The completer's ordering of statements that carry moves (sql/functions/slots.sql): a completion
 // of a job started by hand-over must not overtake the statement that moves a slot to it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -46,7 +46,7 @@ test('a job that ends while the statement moving a slot to it is in flight holds
     async () =>
       (
         await sluice.pool.query(
-          "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%complete_and_claim%'",
+          "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%complete_and_move%'",
         )
       ).rowCount,
     { message: 'the flush waits for the lock on a' },

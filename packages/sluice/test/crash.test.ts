@@ -1,4 +1,4 @@
-// A server crash right after claims: what a claim's commit promises (migration 0010). A
+// A server crash right after claims: what a claim's commit promises (lone_claim, claim.sql). A
 // lone claim on a queue without caps is acknowledged before its WAL is flushed, so a crash
 // can undo it: the job is pending again with its attempt uncounted, the late result of
 // the worker that held it is fenced out, and the job runs again. A capped or per-key

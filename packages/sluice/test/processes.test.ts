@@ -101,7 +101,7 @@ test('exact global cap: 7 processes × 20 local slots against a cap of 40; overl
     Array.from({ length: 7 }, () => spawnWorker({ url: db.url, queue: q, mode: 'record', concurrency: 20, runMs: [30, 60] })),
   );
   // Sample the engine's own count while the run goes on: active jobs holding a cap slot
-  // (jobs claimed ahead wait with slot 0 and hold none; migration 0011).
+  // (jobs claimed ahead wait with slot 0 and hold none; executor.ts).
   const sampledPeak = await peakDuring(
     client,
     "SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND state = 'active' AND slot <> 0",

@@ -131,7 +131,7 @@ function admissionUnavailable(queue: string, cause: RegExp): (err: unknown) => b
 
 /**
  * Holds, from another session, the transaction-scoped advisory lock a send's count takes
- * (migration 0002: depth per queue, or per queue and key), until `release()`.
+ * (send.sql: depth per queue, or per queue and key), until `release()`.
  */
 async function holdCountLock(queue: string, key?: string): Promise<{ release(): Promise<void> }> {
   const client = await sqlClient();

@@ -1,8 +1,14 @@
--- Claims: pending jobs become active in exactly one claimer, with a fresh lease token.
+-- Claims: pending jobs become active in exactly one claimer, with a fresh lease token; and
+-- completions, which a worker writes in the statement of its next claim (one round trip).
 --
 --   claim(queue, limit, worker, now, ahead, in_hand) → the claimed job rows
 --   lone_claim(queue, limit, worker, now, ahead)      → the same, for an uncapped queue,
 --                                                       without waiting for the WAL flush
+--   complete_and_claim(ids, tokens, results, now, notify, queue, limit, worker, ahead,
+--                      move_ids, move_tokens) → (completed ids, moved ids, claimed jobs)
+--   complete_and_move(ids, tokens, results, now, notify, queue, move_ids, move_tokens)
+--     → (completed ids, moved ids): the same without a claim
+--   complete_and_hand_over(…) → (completed ids, moved ids, slots in hand): their first step
 --
 -- Guarantees:
 -- - Atomic: jobs are picked FOR UPDATE SKIP LOCKED from the ready index (priority, then
@@ -18,6 +24,13 @@
 --   whose hashes collide share a lock: served by one claim at a time, only slower.
 -- - The time is the database's (`now`, injectable for tests); leases end at now +
 --   lease_seconds.
+-- - Completions are fenced: a job is completed only if it is still active under the lease
+--   token given; a late result of a swept job changes nothing (its id is missing from
+--   `completed`).
+-- - A completed job's slot is handed to this worker's jobs waiting with slot 0 (`move_ids`,
+--   fenced by their tokens), then to the claim; the rest are freed. A completion that
+--   waited for the statement moving its job into a slot keeps that slot on the row, so the
+--   trigger frees it (slots.sql).
 -- - Planned the way they are written, with one generic plan per connection (see slots.sql).
 
 -- Whether a key has a job due by p_now among those of priority below p_below (its first
@@ -338,4 +351,139 @@ BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
   END IF;
   RETURN QUERY SELECT * FROM :SCHEMA.claim(p_queue, p_limit, p_worker_id, p_now, p_ahead);
+END $$;
+
+-- Completions, then the moves of this queue's completed slots to the jobs waiting for them.
+-- The slots of this queue's completed jobs that no move took stay held (by the completed
+-- job, in the slot table) and are returned as `in_hand`: the caller claims with them or
+-- frees them, in the same transaction.
+CREATE OR REPLACE FUNCTION :SCHEMA.complete_and_hand_over(
+  p_ids bigint[], p_tokens uuid[], p_results jsonb[], p_now timestamptz,
+  p_queue text, p_move_ids bigint[], p_move_tokens uuid[],
+  OUT completed bigint[], OUT moved bigint[], OUT in_hand integer[])
+LANGUAGE plpgsql
+SET enable_bitmapscan = off SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := coalesce(p_now, now());
+  v_done bigint[];
+  v_moved bigint[] := '{}';
+  v_in_hand integer[] := '{}';
+BEGIN
+  -- state::text: see the note at the top of queries/worker.sql.
+  IF EXISTS (SELECT 1 FROM :SCHEMA.queue WHERE name = p_queue AND concurrency IS NOT NULL) THEN
+    -- The slot comes from the row as it was (`o`): a job whose state changed since fails
+    -- the fence and keeps out of it. This queue's slots are handed on below; jobs of
+    -- other queues in the batch free theirs here. A job that completes while still
+    -- waiting for its move (slot 0: started by hand-over, ended before the move was
+    -- written) has no slot to give: the slot it ran in is its predecessor's, in hand.
+    -- A slot given to the job after this statement began (its move committed while this
+    -- waited for the row: `j`, the row as locked, differs from `o`) is kept on the row,
+    -- so the trigger frees it (slots.sql).
+    WITH done AS (
+      UPDATE :SCHEMA.job j
+      SET state = 'completed', finished_at = v_now, result = c.result,
+          lease_token = NULL, lease_expires_at = NULL,
+          slot = CASE WHEN j.slot IS DISTINCT FROM o.slot THEN j.slot END
+      FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
+      JOIN :SCHEMA.job o ON o.id = c.id
+      WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
+      RETURNING j.id, j.queue, o.slot
+    ), freed AS (
+      UPDATE :SCHEMA.slot s SET job_id = NULL
+      FROM done d
+      WHERE s.queue = d.queue AND s.n = d.slot AND s.job_id = d.id AND d.queue <> p_queue
+    )
+    SELECT coalesce(array_agg(done.id), '{}'),
+           coalesce(array_agg(done.slot) FILTER (WHERE done.queue = p_queue AND done.slot > 0), '{}')
+    INTO v_done, v_in_hand FROM done;
+  ELSE
+    -- Uncapped: no lookup of the old row (a job that holds a slot anyway, from a cap since
+    -- lifted, frees it through the trigger).
+    WITH done AS (
+      UPDATE :SCHEMA.job j
+      SET state = 'completed', finished_at = v_now, result = c.result,
+          lease_token = NULL, lease_expires_at = NULL
+      FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
+      WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
+      RETURNING j.id
+    )
+    SELECT coalesce(array_agg(done.id), '{}') INTO v_done FROM done;
+  END IF;
+
+  IF cardinality(p_move_ids) > 0 THEN
+    SELECT t.moved, t.left_over INTO v_moved, v_in_hand
+    FROM :SCHEMA.take_over_slots(p_queue, v_in_hand, p_move_ids, p_move_tokens) t;
+  END IF;
+
+  completed := v_done;
+  moved := v_moved;
+  in_hand := v_in_hand;
+END $$;
+
+-- Completions and moves without a claim: what a worker writes when it has nothing to claim
+-- for. Slots left in hand are freed; with p_notify, a freed slot (or a key's room) wakes
+-- the claimers waiting on this queue's caps.
+CREATE OR REPLACE FUNCTION :SCHEMA.complete_and_move(
+  p_ids bigint[], p_tokens uuid[], p_results jsonb[], p_now timestamptz, p_notify boolean,
+  p_queue text, p_move_ids bigint[], p_move_tokens uuid[])
+RETURNS TABLE (completed bigint[], moved bigint[]) LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+  v_done bigint[];
+  v_moved bigint[];
+  v_in_hand integer[];
+BEGIN
+  SELECT h.completed, h.moved, h.in_hand INTO v_done, v_moved, v_in_hand
+  FROM :SCHEMA.complete_and_hand_over(p_ids, p_tokens, p_results, p_now, p_queue, p_move_ids, p_move_tokens) h;
+  IF cardinality(v_in_hand) > 0 THEN
+    PERFORM :SCHEMA.free_slots(p_queue, v_in_hand);
+  END IF;
+  IF p_notify AND (cardinality(v_in_hand) > 0 OR cardinality(v_done) > cardinality(v_moved)) THEN
+    PERFORM pg_notify(':CHANNEL', q.name) FROM :SCHEMA.queue q
+    WHERE q.name = p_queue AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL);
+  END IF;
+  RETURN QUERY SELECT v_done, v_moved;
+END $$;
+
+CREATE OR REPLACE FUNCTION :SCHEMA.complete_and_claim(
+  p_ids bigint[], p_tokens uuid[], p_results jsonb[], p_now timestamptz, p_notify boolean,
+  p_queue text, p_limit integer, p_worker_id text, p_ahead integer,
+  p_move_ids bigint[], p_move_tokens uuid[])
+RETURNS TABLE (completed bigint[], moved bigint[], job jsonb) LANGUAGE plpgsql
+SET enable_bitmapscan = off SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+  v_done bigint[];
+  v_moved bigint[];
+  v_claimed integer;
+  v_in_hand integer[];
+BEGIN
+  -- Slots left in hand go to the claim, which frees those it has no job for.
+  SELECT h.completed, h.moved, h.in_hand INTO v_done, v_moved, v_in_hand
+  FROM :SCHEMA.complete_and_hand_over(p_ids, p_tokens, p_results, p_now, p_queue, p_move_ids, p_move_tokens) h;
+
+  -- The completed and moved ids ride on the first row only: the client parses them once.
+  RETURN QUERY
+  SELECT CASE WHEN row_number() OVER () = 1 THEN v_done END,
+         CASE WHEN row_number() OVER () = 1 THEN v_moved END,
+         to_jsonb(c) || jsonb_build_object('id', c.id::text)
+  FROM :SCHEMA.claim(p_queue, p_limit, p_worker_id, p_now, p_ahead, v_in_hand) c;
+  GET DIAGNOSTICS v_claimed = ROW_COUNT;
+  IF v_claimed = 0 THEN
+    RETURN QUERY SELECT v_done, v_moved, NULL::jsonb;
+  END IF;
+
+  -- Slots (or key room) freed rather than passed on wake the claimers waiting on the cap:
+  -- slots in hand the claim had no job for, or completions nothing took the place of.
+  IF p_notify AND (cardinality(v_in_hand) > least(greatest(p_limit, 0), v_claimed)
+                   OR cardinality(v_done) > v_claimed + cardinality(v_moved)) THEN
+    PERFORM pg_notify(':CHANNEL', q.name) FROM :SCHEMA.queue q
+    WHERE q.name = p_queue AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL);
+  END IF;
 END $$;

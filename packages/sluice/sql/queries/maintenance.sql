@@ -11,7 +11,7 @@ SELECT pg_advisory_unlock(hashtext(':SCHEMA_NAME.maintenance'));
 -- name: JobSweepExpired
 -- Expired leases, oldest expiry first, a batch at a time: the rows locked here (skipping
 -- any a worker is finishing right now), then retried or dead like a failure (retry_or_dead,
--- sql/functions/finish.sql), freeing their capacity slots.
+-- sql/functions/retry.sql), freeing their capacity slots.
 SELECT * FROM :SCHEMA.retry_or_dead(
   ARRAY(SELECT id FROM :SCHEMA.job
         WHERE state = 'active' AND lease_expires_at < coalesce($1::timestamptz, now())

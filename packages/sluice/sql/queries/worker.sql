@@ -31,7 +31,7 @@ SELECT d.id, d.queue FROM done d, (SELECT count(*) FROM woken) w;
 
 -- name: JobFailMany
 -- Failures reported by workers, fenced by their lease tokens: retried or dead (retry_or_dead,
--- sql/functions/finish.sql), each with its error appended to the job's history.
+-- sql/functions/retry.sql), each with its error appended to the job's history.
 SELECT * FROM :SCHEMA.retry_or_dead($1::bigint[], $2::uuid[], $3::jsonb[], NULL, $4::timestamptz, $5::boolean, false);
 
 -- name: JobRelease
@@ -51,11 +51,11 @@ WHERE j.id = $1 AND j.lease_token = $2 AND j.state = 'active' AND q.name = j.que
 RETURNING j.lease_expires_at;
 
 -- name: JobCompleteAndClaim
--- One worker's completions and its next claim in one transaction (complete_and_claim, sql/functions/finish.sql),
+-- One worker's completions and its next claim in one transaction (complete_and_claim, sql/functions/claim.sql),
 -- with the moves of its jobs waiting for a slot (sql/functions/slots.sql).
 SELECT completed, moved, job FROM :SCHEMA.complete_and_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
 
 -- name: JobCompleteAndMove
 -- Completions whose slots running jobs took over, written without a claim: the slots move
--- to those jobs in the same transaction, never freed in between.
-SELECT completed, moved FROM :SCHEMA.complete_and_claim($1, $2, $3, $4, $5, $6, 0, $7, 0, $8, $9) LIMIT 1;
+-- to those jobs in the same transaction, never freed in between (complete_and_move, sql/functions/claim.sql).
+SELECT completed, moved FROM :SCHEMA.complete_and_move($1, $2, $3, $4, $5, $6, $7, $8);

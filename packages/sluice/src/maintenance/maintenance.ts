@@ -15,7 +15,7 @@
 import type { Db } from '../db/db.js';
 import { reportDead } from '../queue/dead.js';
 import { toJob } from '../queue/rows.js';
-import type { Job, Logger } from '../types.js';
+import type { Emit, Job, Logger } from '../types.js';
 import { pruneFinished } from './retention.js';
 import { enqueueDueSlots } from './schedules.js';
 
@@ -40,7 +40,7 @@ export interface MaintenanceDeps {
   logger: Logger;
   notify: boolean;
   now: () => Date | null;
-  emit: (event: string, ...args: unknown[]) => void;
+  emit: Emit;
 }
 
 const SWEEP_BATCH = 500;

@@ -78,7 +78,7 @@ export class Completer {
 
   constructor(
     private readonly db: Db,
-    private readonly config: { notify: boolean; now: () => Date | null; queue: string; workerId: string },
+    private readonly config: { notify: boolean; now: () => Date | null; queue: string },
     private readonly events: CompleterEvents,
   ) {}
 
@@ -175,6 +175,12 @@ export class Completer {
     return this.completions.length + this.moves.length + this.failures.length;
   }
 
+  /** Write every result buffered now, on its own statements; resolves once they are written (or given up on). */
+  async runOnce(): Promise<void> {
+    this.flushSoon();
+    await this.drain();
+  }
+
   /** Resolves when every result handed in so far has been written (or given up on). */
   async drain(): Promise<void> {
     while (this.flushing) await this.flushing;
@@ -228,7 +234,6 @@ export class Completer {
         this.config.now(),
         this.config.notify,
         this.config.queue,
-        this.config.workerId,
         moves.map((m) => m.id),
         moves.map((m) => m.token),
       ]);

@@ -1,0 +1,60 @@
+-- How an attempt that did not complete ends: failed by its handler, or swept when its lease
+-- expired. Retried after a backoff while attempts remain, else dead (and dead-lettered).
+-- Completions are in claim.sql, written with the worker's next claim.
+--
+--   retry_or_dead(ids, tokens, errors, error, now, notify, wake_all) → the jobs it changed
+
+-- Retry or dead, the one place an attempt that did not complete is decided, for a failure
+-- reported by a worker (fenced here by its lease token) and for a lease that expired
+-- (p_tokens NULL: the sweeper has locked the rows). Each job still active leaves it:
+-- - attempts left: pending again, due after the queue's backoff (backoff.sql);
+-- - attempts spent: dead, finished, and sent to the queue's dead-letter queue as a new
+--   job in the same transaction (its id, queue, data, key, attempts and errors);
+-- either way its slot is freed (the trigger of slots.sql) and an entry is appended to its
+-- error history: the error given (p_errors[i], else p_error) with the attempt, start and
+-- end times and the worker. Wakes the dead-letter queues that got a job, and the queues
+-- jobs left: all of them with p_wake_all (a swept job may be due at once), else only those
+-- whose claimers wait for a slot or a key's room (a retried job is due later).
+CREATE OR REPLACE FUNCTION :SCHEMA.retry_or_dead(
+  p_ids bigint[], p_tokens uuid[], p_errors jsonb[], p_error jsonb, p_now timestamptz,
+  p_notify boolean, p_wake_all boolean)
+RETURNS SETOF :SCHEMA.job LANGUAGE plpgsql AS $$
+DECLARE
+  v_now timestamptz := coalesce(p_now, now());
+BEGIN
+  RETURN QUERY
+  WITH input AS (
+    SELECT * FROM unnest(p_ids, p_tokens, p_errors) AS c(id, token, error)
+  ), failed AS (
+    UPDATE :SCHEMA.job j
+    SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'pending' END:::SCHEMA.job_state,
+        run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
+                      ELSE v_now + :SCHEMA.backoff_ms(q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter, j.attempts) * interval '1 millisecond'
+                 END,
+        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN v_now END,
+        errors = j.errors || jsonb_build_array(coalesce(c.error, p_error) || jsonb_build_object(
+                   'attempt', j.attempts, 'startedAt', j.started_at, 'finishedAt', v_now, 'workerId', j.worker_id)),
+        lease_token = NULL, lease_expires_at = NULL
+    FROM input c, :SCHEMA.queue q
+    WHERE j.id = c.id AND (c.token IS NULL OR j.lease_token = c.token) AND j.state::text = 'active' AND q.name = j.queue
+    RETURNING j.*
+  ), dead_lettered AS (
+    INSERT INTO :SCHEMA.job (queue, data, max_attempts, run_at, created_at)
+    SELECT dq.name,
+           jsonb_build_object('jobId', d.id::text, 'queue', d.queue, 'data', d.data, 'key', d.key,
+                              'attempts', d.attempts, 'errors', d.errors),
+           dq.max_attempts, d.finished_at, d.finished_at
+    FROM failed d
+    JOIN :SCHEMA.queue q ON q.name = d.queue
+    JOIN :SCHEMA.queue dq ON dq.name = q.dead_letter_queue
+    WHERE d.state = 'dead'
+    RETURNING queue
+  ), woken AS (
+    SELECT pg_notify(':CHANNEL', q.name) FROM :SCHEMA.queue q
+    WHERE p_notify
+      AND ((q.name IN (SELECT f.queue FROM failed f)
+            AND (p_wake_all OR q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL))
+           OR q.name IN (SELECT queue FROM dead_lettered))
+  )
+  SELECT f.* FROM failed f, (SELECT count(*) FROM woken) w;
+END $$;

@@ -1,0 +1,279 @@
+/**
+ * The claim loop: decides when a worker claims and how many jobs, and sends the claim.
+ *
+ *   idle ──wake-up (notification, poll timer, a retry due, a job ended)──▶ claiming
+ *   claiming ──fewer jobs than free slots──▶ idle
+ *   claiming ──as many as asked──▶ (claims again while there is room)
+ *   claiming ──statement failed──▶ backing off ──timer──▶ claiming
+ *
+ * A claim asks for the executor's free local slots plus a few jobs ahead, started as slots
+ * free up, so the next claim's round trip overlaps the jobs in hand. Jobs are claimed
+ * ahead only while they finish faster than a claim round trip (estimated from recent
+ * handler and claim times): slow jobs are never hoarded. One claim is in flight at a
+ * time, and it carries the completions buffered since the last one, the moves of jobs
+ * started in slots in hand, and the promotions of jobs waiting for a slot (executor.ts),
+ * all written in the claim's transaction.
+ *
+ * A claim that fails (connection lost, statement timeout) claims nothing — fail closed —
+ * and is retried after a backoff; the completions it carried are written on their own.
+ */
+import type { Db } from '../db/db.js';
+import type { Listener } from '../db/listener.js';
+import { rowFromJson } from '../queue/rows.js';
+import type { Job, Logger } from '../types.js';
+import type { Batch, Completer } from './completer.js';
+import type { Claimed, Executor } from './executor.js';
+
+export interface ClaimLoopDeps {
+  db: Db;
+  listener: Listener | null;
+  logger: Logger;
+  now: () => Date | null;
+  notify: boolean;
+  queue: string;
+  workerId: string;
+  concurrency: number;
+  prefetch: number;
+  pollIntervalMs: number;
+  executor: Executor;
+  completer: Completer;
+}
+
+/** Weight of the newest sample in the running average of claim times. */
+const EWMA_WEIGHT = 0.2;
+/** A due wake-up comes this much after the due time. */
+const DUE_MARGIN_MS = 5;
+
+export class ClaimLoop {
+  private started = false;
+  private stopped = false;
+  private claiming: Promise<number> | null = null;
+  private claimAgain = false;
+  private tickScheduled = false;
+  private idle = false;
+  private aheadPaused = false;
+  private claimFailures = 0;
+  private claimMs = Number.NaN;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private dueTimer: NodeJS.Timeout | null = null;
+  /** When `dueTimer` fires (local monotonic ms). */
+  private dueAt = Infinity;
+  private unsubscribe: (() => void) | null = null;
+  /** Claims completed (whatever they returned). */
+  claims = 0;
+
+  constructor(private readonly deps: ClaimLoopDeps) {}
+
+  /** True while waiting for a wake-up: the last claim found nothing claimable. */
+  get isIdle(): boolean {
+    return this.idle && !this.claiming;
+  }
+
+  start(): void {
+    this.started = true;
+    this.unsubscribe = this.deps.listener?.subscribe(this.deps.queue, () => this.wake()) ?? null;
+    this.pollTimer = setInterval(() => this.wake(), this.deps.pollIntervalMs);
+    this.wake();
+  }
+
+  /** Claim no more; resolves once a claim in flight is over. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    if (this.dueTimer) clearTimeout(this.dueTimer);
+    this.dueTimer = null;
+    this.unsubscribe?.();
+    await this.claiming;
+  }
+
+  /** Something may be claimable: a notification, the poll timer, a freed slot. */
+  wake(): void {
+    this.idle = false;
+    this.aheadPaused = false;
+    this.pump();
+  }
+
+  /** A job ended: its slot may be claimed for, after the tick (see `afterTick`). */
+  jobEnded(): void {
+    this.aheadPaused = false;
+    this.afterTick();
+  }
+
+  /**
+   * Jobs of this queue went back to pending, due after a backoff (failed here, or swept in
+   * this process). A notification says a job is there, not when it is due, so without this
+   * an idle worker would find them only at its next poll. `jobs`: as the statement that
+   * sent them back returned them, their due time and the failure's time both on the
+   * database's clock, so the wait does not depend on this machine's clock.
+   */
+  wakeWhenDue(jobs: Job[]): void {
+    if (!this.started || this.stopped) return;
+    let delayMs = Infinity;
+    for (const job of jobs) {
+      const failedAt = job.errors[job.errors.length - 1]?.finishedAt;
+      if (job.queue !== this.deps.queue || job.state !== 'pending' || !failedAt) continue;
+      delayMs = Math.min(delayMs, Math.max(0, job.runAt.getTime() - new Date(failedAt).getTime()));
+    }
+    // Later than a poll away, the poll finds it first.
+    if (!(delayMs < this.deps.pollIntervalMs)) return;
+    const at = performance.now() + delayMs;
+    if (at >= this.dueAt) return;
+    if (this.dueTimer) clearTimeout(this.dueTimer);
+    this.dueAt = at;
+    // A few ms late rather than early: the claim must find the job due on the database's clock.
+    this.dueTimer = setTimeout(() => {
+      this.dueTimer = null;
+      this.dueAt = Infinity;
+      this.wake();
+    }, delayMs + DUE_MARGIN_MS);
+  }
+
+  /**
+   * One claim now, for the free local slots and the jobs worth holding ahead, carrying the
+   * buffered completions, moves and promotions. Waits for a claim in flight first.
+   * Resolves with the number of jobs claimed.
+   */
+  async runOnce(): Promise<number> {
+    while (this.claiming) await this.claiming;
+    const promotions = this.deps.executor.takePromotions();
+    const { forSlots, ahead } = this.want(promotions.length > 0);
+    return this.launch(forSlots, ahead, promotions);
+  }
+
+  /**
+   * Slots freed in the same tick (a batch of jobs finishing together) are claimed with
+   * one statement instead of one claim per slot, and that statement also writes their
+   * completions.
+   */
+  private afterTick(): void {
+    if (this.tickScheduled) return;
+    this.tickScheduled = true;
+    setImmediate(() => {
+      this.tickScheduled = false;
+      this.pump();
+    });
+  }
+
+  /** Claim if there is room and reason to; otherwise write buffered results on their own. */
+  private pump(): void {
+    if (!this.claimSoon()) this.deps.completer.flushSoon();
+  }
+
+  /**
+   * Jobs to hold ahead of free slots: about as many as this worker finishes during one
+   * claim round trip, so the buffer runs dry just as the next claim answers.
+   */
+  private ahead(): number {
+    const { prefetch, concurrency, executor } = this.deps;
+    if (prefetch === 0 || this.aheadPaused || !(executor.handlerMs >= 0) || !(this.claimMs > 0)) return 0;
+    const finishedPerClaim = (concurrency * this.claimMs) / Math.max(executor.handlerMs, 0.001);
+    return Math.min(prefetch, Math.round(finishedPerClaim));
+  }
+
+  /** Jobs to ask for: for free slots not covered by the buffer, and ahead of them. */
+  private want(promoting: boolean): { forSlots: number; ahead: number; total: number; target: number } {
+    const { executor } = this.deps;
+    const free = executor.free;
+    const target = promoting ? 0 : this.ahead();
+    const total = Math.max(0, free + target - executor.bufferedCount);
+    const forSlots = Math.max(0, free - executor.bufferedCount);
+    return { forSlots, ahead: total - forSlots, total, target };
+  }
+
+  /**
+   * Starts a claim and says whether it did. With jobs held ahead, the buffer covers the
+   * free slots for a while: refill once it is half spent rather than claim a sliver for
+   * every job that ends. Jobs waiting for a slot, with local slots free, always claim.
+   */
+  private claimSoon(): boolean {
+    if (!this.started || this.stopped || this.idle || this.retryTimer) return false;
+    if (this.claiming) {
+      this.claimAgain = true;
+      return false;
+    }
+    const { executor } = this.deps;
+    const promotions = executor.takePromotions();
+    const { forSlots, ahead, total, target } = this.want(promotions.length > 0);
+    if (promotions.length === 0 && (total <= 0 || (executor.bufferedCount > 0 && total < Math.ceil(target / 2)))) return false;
+    void this.launch(forSlots, ahead, promotions);
+    return true;
+  }
+
+  private launch(forSlots: number, ahead: number, promotions: Claimed[]): Promise<number> {
+    this.claimAgain = false;
+    const claiming = this.claim(forSlots, ahead, this.deps.completer.takeBatch(), promotions).finally(() => {
+      this.claiming = null;
+      if (this.claimAgain) {
+        this.claimAgain = false;
+        this.idle = false;
+      }
+      // After the tick: jobs just started that end at once are then counted as free.
+      this.afterTick();
+    });
+    this.claiming = claiming;
+    return claiming;
+  }
+
+  private async claim(forSlots: number, ahead: number, batch: Batch, promotions: Claimed[]): Promise<number> {
+    const { db, executor, completer } = this.deps;
+    const sentAt = performance.now();
+    const carries = batch.completions.length > 0 || batch.moves.length > 0;
+    let rows: any[];
+    try {
+      rows = carries || promotions.length > 0
+        ? await this.completeAndClaim(forSlots, ahead, batch, promotions)
+        : await db.run('JobClaim', [this.deps.queue, forSlots, this.deps.workerId, this.deps.now(), ahead]);
+      this.claimFailures = 0;
+      this.claims++;
+    } catch (err) {
+      executor.promoted(promotions, null);
+      // The completions are written on their own, with retries.
+      if (carries) completer.putBack(batch);
+      // Fail closed: nothing was claimed. Back off, then try again.
+      this.claimFailures++;
+      const delayMs = Math.min(this.deps.pollIntervalMs * 5, 50 * 2 ** Math.min(this.claimFailures, 10));
+      this.deps.logger.warn({ queue: this.deps.queue, err: (err as Error).message, retryInMs: delayMs }, 'sluice: claim failed');
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = null;
+        this.wake();
+      }, delayMs);
+      return 0;
+    }
+    this.claimMs = Number.isNaN(this.claimMs) ? performance.now() - sentAt : this.claimMs + EWMA_WEIGHT * (performance.now() - sentAt - this.claimMs);
+    // Fewer than the free slots: nothing claimable until a wake-up. Fewer than asked
+    // ahead (few jobs left, or a busy cap): claim for free slots only until a job ends.
+    if (rows.length < forSlots) this.idle = true;
+    else if (rows.length < forSlots + ahead) this.aheadPaused = true;
+    if (rows.length > 0) executor.accept(rows, sentAt);
+    else if (promotions.length > 0) executor.runOnce();
+    return rows.length;
+  }
+
+  /** The fused statement: completions and moves written, promotions asked for, then the claim. */
+  private async completeAndClaim(forSlots: number, ahead: number, batch: Batch, promotions: Claimed[]): Promise<any[]> {
+    const { completions, moves } = batch;
+    const result = await this.deps.db.run('JobCompleteAndClaim', [
+      completions.map((c) => c.id),
+      completions.map((c) => c.token),
+      completions.map((c) => c.result),
+      this.deps.now(),
+      this.deps.notify,
+      this.deps.queue,
+      forSlots,
+      this.deps.workerId,
+      ahead,
+      // Moves first (their jobs already run), then the promotions, in buffer order.
+      [...moves.map((m) => m.id), ...promotions.map((c) => String(c.row.id))],
+      [...moves.map((m) => m.token), ...promotions.map((c) => c.row.lease_token)],
+    ]);
+    const first = result[0];
+    const moved = new Set<string>((first?.moved ?? []).map(String));
+    this.deps.completer.written(batch, new Set<string>((first?.completed ?? []).map(String)), moved);
+    // The cap is full: wait for a freed slot's wake-up rather than ask again at once.
+    if (this.deps.executor.promoted(promotions, moved) < promotions.length) this.idle = true;
+    return result.filter((r) => r.job).map((r) => rowFromJson(r.job));
+  }
+}

@@ -1,0 +1,392 @@
+/**
+ * The executor: runs claimed jobs through the handler, at most `concurrency` at once, and
+ * hands their results to the completer. Claimed jobs wait in a local buffer until a local
+ * slot is free; `runOnce()` starts every job that can start now.
+ *
+ * A claimed job, on the worker's side of the cap-slot protocol (the table's side is in
+ * sql/functions/slots.sql):
+ *
+ *   claimed ──slot held, or no cap──────────────────────────────────────▶ running ──▶ result
+ *     │ slot 0: claimed ahead of the cap                                    ▲
+ *     ▼                                                                     │
+ *   waiting ──a local slot free, none in hand──▶ promoting ──slot granted───┤
+ *     │  ▲                                           │ cap full             │
+ *     │  └───────────────────────────────────────────┘                      │
+ *     └──a slot in hand (a completion not yet written)──▶ handed over ──move written
+ *                                                          │ move refused
+ *                                                          ▼
+ *                                        slot lost: aborted, failed as SlotLost once its handler returns
+ *
+ *   buffered, lease half spent before it could start ──▶ given back (released to pending)
+ *
+ * - Hand-over: a job of this worker that held a slot completed, and its completion is not
+ *   written yet: its slot is "in hand". A waiting job starts in it at once, and the
+ *   statement that writes the completion moves the slot to the waiting job. Until then the
+ *   table still counts the completed job in that slot, so slots held never fall below
+ *   handlers running: the cap stays exact.
+ * - Promotion: with a local slot free and no slot in hand (after a failure, whose own
+ *   statement frees its slot), the next claim asks for a free slot for the waiting job.
+ * - Slot lost: a move the table refuses (the completed job had lost its lease and no slot
+ *   was free) leaves the job running outside the cap: it is aborted, and failed once its
+ *   handler returns (its attempt counts, as for a lease that ran out). It keeps its lease
+ *   meanwhile, so its key's room stays taken while its code may still run.
+ *
+ * Each job runs with an AbortSignal that fires when its lease is lost (run out locally, or
+ * a heartbeat found the token gone) or when a stop times out.
+ */
+import type { Db } from '../db/db.js';
+import { LeaseLostError } from '../errors.js';
+import { toJob } from '../queue/rows.js';
+import { serializePayload, storableText, validateInt } from '../queue/validate.js';
+import type { Job, Logger } from '../types.js';
+import type { Completer, Move } from './completer.js';
+import { JobAbort, LeaseGroup, extendLease, leaseDeadline, releaseLease, type Leased } from './lease.js';
+
+export interface JobContext<T = unknown> {
+  job: Job<T>;
+  /** Aborts when the lease is lost or the worker stops without waiting for the job. */
+  readonly signal: AbortSignal;
+  /** Extend the lease (by the queue's `leaseSeconds`, or `seconds`). Throws `LeaseLostError` if it is gone. */
+  heartbeat(seconds?: number): Promise<void>;
+}
+
+export type Handler<T = unknown> = (job: Job<T>, ctx: JobContext<T>) => unknown;
+
+export interface ExecutorDeps {
+  db: Db;
+  logger: Logger;
+  now: () => Date | null;
+  maxPayloadBytes: number;
+  queue: string;
+  concurrency: number;
+  handler: Handler<any>;
+  completer: Completer;
+  pickupDelay: { observe(seconds: number): void };
+  runDuration: { observe(seconds: number): void };
+  /** A handler returned or threw: a local slot is free. */
+  jobEnded(): void;
+}
+
+/** A claimed job in the local buffer. */
+export interface Claimed {
+  row: any;
+  group: LeaseGroup;
+  leaseMs: number;
+  /** Claimed ahead on a capped queue (slot 0): starts only once it has a slot. */
+  waiting: boolean;
+  /** Its slot is being asked for by the statement in flight. */
+  promoting: boolean;
+}
+
+interface Running extends Leased {
+  job: Job;
+  token: string;
+  settled: Promise<void>;
+  released: boolean;
+  /** Runs in a cap slot: its completion leaves the slot in hand. */
+  slotted: boolean;
+  /** Started in a slot in hand; its move is not written yet. */
+  handedOver: boolean;
+  /** While the move is unwritten, the lease is watched to the slot's earlier deadline: the claim's own. */
+  claimGroup: LeaseGroup | null;
+  /** Index in `Executor.running`; -1 once the job is out of it. */
+  at: number;
+  /** Its move failed: the attempt is failed as SlotLost once the handler has returned. */
+  slotLost: boolean;
+}
+
+const SLOT_LOST = { name: 'SlotLost', message: 'started in a cap slot that could not be kept (the job that held it had lost its lease)' };
+
+/** Weight of the newest sample in the running average of handler times. */
+const EWMA_WEIGHT = 0.2;
+
+/**
+ * What a handler gets besides its job. A class, not an object literal with a getter: a
+ * getter in a literal is a new closure per job, which gives every context a hidden class
+ * of its own, and V8 keeps those classes (and each job's objects behind them) reachable
+ * until a full collection. Every job then outlived the young-generation collections, and
+ * a busy worker's heap grew with promoted garbage.
+ */
+class RunContext implements JobContext {
+  readonly job: Job;
+  readonly #entry: Running;
+
+  constructor(
+    entry: Running,
+    /** A property, not a method: handlers destructure it (`(job, { heartbeat }) => …`). */
+    readonly heartbeat: (seconds?: number) => Promise<void>,
+  ) {
+    this.job = entry.job;
+    this.#entry = entry;
+  }
+
+  get signal(): AbortSignal {
+    return this.#entry.abort.signal;
+  }
+}
+
+export class Executor {
+  /**
+   * The jobs running now. An array, a job taken out by moving the last one into its place;
+   * not a Map: one that fills and empties thousands of times a second rehashes as often,
+   * and a table left behind by a rehash keeps its entries and points to its successor, so
+   * the jobs stayed reachable from the old generation and a busy worker's heap grew.
+   */
+  private readonly running: Running[] = [];
+  private buffer: Claimed[] = [];
+  private closed = false;
+  /** Releases of jobs claimed after `close()`: a stop waits for them. */
+  private readonly givingBack: Promise<void>[] = [];
+  /** Running average of handler run times (ms); NaN before the first job ends. */
+  handlerMs = Number.NaN;
+
+  constructor(private readonly deps: ExecutorDeps) {}
+
+  /** Jobs running now. */
+  get runningCount(): number {
+    return this.running.length;
+  }
+
+  get bufferedCount(): number {
+    return this.buffer.length;
+  }
+
+  /** Local slots free now. */
+  get free(): number {
+    return this.deps.concurrency - this.running.length;
+  }
+
+  /** Rows of one claim, sent at `sentAt` (local monotonic ms): buffered, and started where they can be. */
+  accept(rows: any[], sentAt: number): void {
+    if (rows.length === 0) return;
+    if (this.closed) {
+      // Stop began while the claim was in flight: give the jobs straight back.
+      this.givingBack.push(...rows.map((r) => this.release(String(r.id), r.lease_token)));
+      return;
+    }
+    // Every row of one claim has the same lease; counting it from when the claim was sent
+    // errs on the early side.
+    const leaseMs = rows[0].lease_expires_at.getTime() - rows[0].started_at.getTime();
+    const group = new LeaseGroup(sentAt + leaseMs);
+    for (const row of rows) this.buffer.push({ row, group, leaseMs, waiting: row.slot === 0, promoting: false });
+    this.runOnce();
+  }
+
+  /**
+   * Jobs waiting for a cap slot, up to the free local slots, marked as promoting: the next
+   * claim asks for their slots and reports with `promoted`.
+   */
+  takePromotions(): Claimed[] {
+    const free = this.free;
+    const promotions: Claimed[] = [];
+    if (free <= 0) return promotions;
+    for (const c of this.buffer) {
+      if (promotions.length === free) break;
+      if (c.waiting && !c.promoting) {
+        c.promoting = true;
+        promotions.push(c);
+      }
+    }
+    return promotions;
+  }
+
+  /** The statement asking for `promotions`' slots is over: `moved` got theirs. Returns how many did. */
+  promoted(promotions: Claimed[], moved: Set<string> | null): number {
+    let count = 0;
+    for (const c of promotions) {
+      c.promoting = false;
+      if (moved?.has(String(c.row.id))) {
+        c.waiting = false;
+        count++;
+      }
+    }
+    return count;
+  }
+
+  /**
+   * Start buffered jobs while local slots are free: a job with its slot (or of a queue
+   * without a cap) at once; a job waiting for a cap slot only in a slot in hand. Returns
+   * how many started.
+   */
+  runOnce(): number {
+    let started = 0;
+    let i = 0;
+    while (i < this.buffer.length && this.running.length < this.deps.concurrency && !this.closed) {
+      const claimed = this.buffer[i]!;
+      if (claimed.group.deadline - performance.now() < claimed.leaseMs / 2 && !claimed.promoting) {
+        // Waited too long behind slow jobs: let another worker have it with a full lease.
+        this.buffer.splice(i, 1);
+        void this.release(String(claimed.row.id), claimed.row.lease_token);
+        continue;
+      }
+      if (!claimed.waiting) {
+        this.buffer.splice(i, 1);
+        this.run(claimed, claimed.row.slot != null, Infinity);
+        started++;
+      } else if (!claimed.promoting && this.deps.completer.slotsInHand > 0) {
+        this.buffer.splice(i, 1);
+        this.run(claimed, true, this.deps.completer.handOver({ id: String(claimed.row.id), token: claimed.row.lease_token }));
+        started++;
+      } else {
+        i++;
+      }
+    }
+    return started;
+  }
+
+  /** The moves of jobs started in slots in hand are written: `moved` hold their slots now. */
+  moved(moves: Move[], moved: Set<string>): void {
+    const handedOver = new Map<string, Running>();
+    for (const e of this.running) if (e.handedOver) handedOver.set(e.job.id, e);
+    for (const m of moves) {
+      const entry = handedOver.get(m.id);
+      if (!entry || entry.token !== m.token) continue; // already over
+      entry.handedOver = false;
+      if (moved.has(m.id)) {
+        if (entry.claimGroup) {
+          releaseLease(entry);
+          entry.claimGroup.add(entry);
+          entry.claimGroup = null;
+        }
+      } else if (!entry.released) {
+        this.deps.logger.warn({ queue: this.deps.queue, jobId: m.id }, 'sluice: a job started in a freed cap slot could not keep it; stopped');
+        entry.released = true;
+        entry.slotLost = true;
+        releaseLease(entry);
+        entry.abort.abort(new LeaseLostError(m.id));
+      }
+    }
+  }
+
+  /**
+   * `slotDeadline`: for a job started in a slot in hand, the earliest lease deadline of the
+   * jobs whose slots are in hand; its lease is watched to it until the move is written.
+   */
+  private run({ row, group, leaseMs }: Claimed, slotted: boolean, slotDeadline: number): void {
+    const job = toJob(row);
+    const entry: Running = {
+      jobId: job.id,
+      job,
+      token: row.lease_token,
+      abort: new JobAbort(),
+      group: null,
+      ownTimer: null,
+      ownDeadline: 0,
+      settled: Promise.resolve(),
+      released: false,
+      slotted,
+      handedOver: slotDeadline !== Infinity,
+      claimGroup: null,
+      at: -1,
+      slotLost: false,
+    };
+    if (slotDeadline < group.deadline) {
+      extendLease(entry, slotDeadline - performance.now());
+      entry.claimGroup = group;
+    } else {
+      group.add(entry);
+    }
+    const ctx = new RunContext(entry, async (seconds?: number) => {
+      const s = validateInt(seconds, 'seconds', { min: 1, max: 7 * 24 * 3600 });
+      const [r] = await this.deps.db.run('JobHeartbeat', [job.id, entry.token, s, this.deps.now()]);
+      if (!r) {
+        const err = new LeaseLostError(job.id);
+        entry.abort.abort(err);
+        throw err;
+      }
+      // The extended lease is the job's own from now on (a slot in hand can only have been
+      // swept if this heartbeat could not reach the database).
+      entry.claimGroup = null;
+      extendLease(entry, s !== null ? s * 1000 : leaseMs);
+    });
+    entry.at = this.running.push(entry) - 1;
+    this.deps.pickupDelay.observe(Math.max(0, (row.started_at.getTime() - row.run_at.getTime()) / 1000));
+    entry.settled = this.execute(entry, ctx);
+  }
+
+  private async execute(entry: Running, ctx: JobContext): Promise<void> {
+    const { job, token } = entry;
+    const { completer } = this.deps;
+    const started = performance.now();
+    try {
+      const value = await this.deps.handler(job, ctx);
+      if (!entry.released) {
+        let result: string;
+        try {
+          result = serializePayload(value === undefined ? null : value, this.deps.maxPayloadBytes, 'result');
+        } catch (err) {
+          completer.fail({ id: job.id, token, error: errorRecord(err) });
+          return;
+        }
+        completer.complete(entry.slotted ? { id: job.id, token, result, slotDeadline: leaseDeadline(entry) } : { id: job.id, token, result });
+      }
+    } catch (err) {
+      if (!entry.released) completer.fail({ id: job.id, token, error: errorRecord(err) });
+    } finally {
+      if (entry.slotLost) completer.fail({ id: job.id, token, error: SLOT_LOST });
+      const ms = performance.now() - started;
+      this.handlerMs = Number.isNaN(this.handlerMs) ? ms : this.handlerMs + EWMA_WEIGHT * (ms - this.handlerMs);
+      this.deps.runDuration.observe(ms / 1000);
+      releaseLease(entry);
+      this.removeRunning(entry);
+      this.runOnce();
+      this.deps.jobEnded();
+    }
+  }
+
+  private removeRunning(entry: Running): void {
+    if (entry.at < 0) return;
+    const last = this.running.pop()!;
+    if (last !== entry) {
+      this.running[entry.at] = last;
+      last.at = entry.at;
+    }
+    entry.at = -1;
+  }
+
+  release(id: string, token: string): Promise<void> {
+    return this.deps.db.run('JobRelease', [id, token, this.deps.now()]).then(
+      () => undefined,
+      (err) => this.deps.logger.warn({ queue: this.deps.queue, jobId: id, err: (err as Error).message }, 'sluice: release failed; the sweeper will retry the job'),
+    );
+  }
+
+  /** Start nothing more, and give back the jobs still buffered. */
+  close(): Promise<void> {
+    this.closed = true;
+    const buffered = this.buffer.splice(0);
+    return Promise.all(buffered.map((c) => this.release(String(c.row.id), c.row.lease_token))).then(() => undefined);
+  }
+
+  /**
+   * Abort the jobs still running and give them back to pending (their attempt is not
+   * counted); a handler that ignores its signal ends on its own, its result fenced out.
+   */
+  abortRunning(): Promise<void> {
+    const leftovers = [...this.running];
+    for (const entry of leftovers) {
+      entry.released = true;
+      releaseLease(entry);
+      entry.abort.abort(new Error('worker stopped before the job finished'));
+    }
+    return Promise.all([...leftovers.map((e) => this.release(e.job.id, e.token)), ...this.givingBack]).then(() => undefined);
+  }
+}
+
+function errorRecord(err: unknown): { message: string; name?: string; stack?: string } {
+  // A thrown error cannot be refused: whatever it holds is made storable instead.
+  if (err instanceof Error) {
+    return {
+      message: storableText(String(err.message), 4000),
+      name: storableText(String(err.name), 200),
+      ...(err.stack ? { stack: storableText(err.stack, 8000) } : {}),
+    };
+  }
+  let message: string;
+  try {
+    message = typeof err === 'string' ? err : JSON.stringify(err) ?? String(err);
+  } catch {
+    message = String(err);
+  }
+  return { message: storableText(message, 4000) };
+}
