@@ -321,50 +321,10 @@ CREATE OR REPLACE FUNCTION sluice.complete_and_claim(p_ids bigint[], p_tokens uu
 AS $function$
 #variable_conflict use_column
 DECLARE
-  v_done bigint[];
-  v_moved bigint[];
-  v_claimed integer;
-  v_in_hand integer[];
-BEGIN
-  -- Slots left in hand go to the claim, which frees those it has no job for.
-  SELECT h.completed, h.moved, h.in_hand INTO v_done, v_moved, v_in_hand
-  FROM "sluice".complete_and_hand_over(p_ids, p_tokens, p_results, p_now, p_queue, p_move_ids, p_move_tokens) h;
-
-  -- The completed and moved ids ride on the first row only: the client parses them once.
-  RETURN QUERY
-  SELECT CASE WHEN row_number() OVER () = 1 THEN v_done END,
-         CASE WHEN row_number() OVER () = 1 THEN v_moved END,
-         to_jsonb(c) || jsonb_build_object('id', c.id::text)
-  FROM "sluice".claim(p_queue, p_limit, p_worker_id, p_now, p_ahead, v_in_hand) c;
-  GET DIAGNOSTICS v_claimed = ROW_COUNT;
-  IF v_claimed = 0 THEN
-    RETURN QUERY SELECT v_done, v_moved, NULL::jsonb;
-  END IF;
-
-  -- Slots (or key room) freed rather than passed on wake the claimers waiting on the cap:
-  -- slots in hand the claim had no job for, or completions nothing took the place of.
-  IF p_notify AND (cardinality(v_in_hand) > least(greatest(p_limit, 0), v_claimed)
-                   OR cardinality(v_done) > v_claimed + cardinality(v_moved)) THEN
-    PERFORM pg_notify('sluice:sluice', q.name) FROM "sluice".queue q
-    WHERE q.name = p_queue AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL);
-  END IF;
-END $function$
-;
-CREATE OR REPLACE FUNCTION sluice.complete_and_hand_over(p_ids bigint[], p_tokens uuid[], p_results jsonb[], p_now timestamp with time zone, p_queue text, p_move_ids bigint[], p_move_tokens uuid[], OUT completed bigint[], OUT moved bigint[], OUT in_hand integer[])
- RETURNS record
- LANGUAGE plpgsql
- SET enable_bitmapscan TO 'off'
- SET enable_seqscan TO 'off'
- SET enable_hashjoin TO 'off'
- SET enable_mergejoin TO 'off'
- SET jit TO 'off'
- SET plan_cache_mode TO 'force_generic_plan'
-AS $function$
-#variable_conflict use_column
-DECLARE
   v_now timestamptz := coalesce(p_now, now());
   v_done bigint[];
   v_moved bigint[] := '{}';
+  v_claimed integer;
   v_in_hand integer[] := '{}';
 BEGIN
   -- state::text: see the note at the top of queries/worker.sql.
@@ -413,32 +373,34 @@ BEGIN
     FROM "sluice".take_over_slots(p_queue, v_in_hand, p_move_ids, p_move_tokens) t;
   END IF;
 
-  completed := v_done;
-  moved := v_moved;
-  in_hand := v_in_hand;
+  -- The completed and moved ids ride on the first row only: the client parses them once.
+  RETURN QUERY
+  SELECT CASE WHEN row_number() OVER () = 1 THEN v_done END,
+         CASE WHEN row_number() OVER () = 1 THEN v_moved END,
+         to_jsonb(c) || jsonb_build_object('id', c.id::text)
+  FROM "sluice".claim(p_queue, p_limit, p_worker_id, p_now, p_ahead, v_in_hand) c;
+  GET DIAGNOSTICS v_claimed = ROW_COUNT;
+  IF v_claimed = 0 THEN
+    RETURN QUERY SELECT v_done, v_moved, NULL::jsonb;
+  END IF;
+
+  -- Slots (or key room) freed rather than passed on wake the claimers waiting on the cap:
+  -- slots in hand the claim had no job for, or completions nothing took the place of.
+  IF p_notify AND (cardinality(v_in_hand) > least(greatest(p_limit, 0), v_claimed)
+                   OR cardinality(v_done) > v_claimed + cardinality(v_moved)) THEN
+    PERFORM pg_notify('sluice:sluice', q.name) FROM "sluice".queue q
+    WHERE q.name = p_queue AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL);
+  END IF;
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.complete_and_move(p_ids bigint[], p_tokens uuid[], p_results jsonb[], p_now timestamp with time zone, p_notify boolean, p_queue text, p_move_ids bigint[], p_move_tokens uuid[])
  RETURNS TABLE(completed bigint[], moved bigint[])
- LANGUAGE plpgsql
- SET plan_cache_mode TO 'force_generic_plan'
+ LANGUAGE sql
 AS $function$
-DECLARE
-  v_done bigint[];
-  v_moved bigint[];
-  v_in_hand integer[];
-BEGIN
-  SELECT h.completed, h.moved, h.in_hand INTO v_done, v_moved, v_in_hand
-  FROM "sluice".complete_and_hand_over(p_ids, p_tokens, p_results, p_now, p_queue, p_move_ids, p_move_tokens) h;
-  IF cardinality(v_in_hand) > 0 THEN
-    PERFORM "sluice".free_slots(p_queue, v_in_hand);
-  END IF;
-  IF p_notify AND (cardinality(v_in_hand) > 0 OR cardinality(v_done) > cardinality(v_moved)) THEN
-    PERFORM pg_notify('sluice:sluice', q.name) FROM "sluice".queue q
-    WHERE q.name = p_queue AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL);
-  END IF;
-  RETURN QUERY SELECT v_done, v_moved;
-END $function$
+  SELECT c.completed, c.moved
+  FROM "sluice".complete_and_claim(p_ids, p_tokens, p_results, p_now, p_notify, p_queue, 0, NULL, 0, p_move_ids, p_move_tokens) c
+  LIMIT 1
+$function$
 ;
 CREATE OR REPLACE FUNCTION sluice.free_slots(p_queue text, p_slots integer[])
  RETURNS void

@@ -8,7 +8,6 @@
 --                      move_ids, move_tokens) → (completed ids, moved ids, claimed jobs)
 --   complete_and_move(ids, tokens, results, now, notify, queue, move_ids, move_tokens)
 --     → (completed ids, moved ids): the same without a claim
---   complete_and_hand_over(…) → (completed ids, moved ids, slots in hand): their first step
 --
 -- Guarantees:
 -- - Atomic: jobs are picked FOR UPDATE SKIP LOCKED from the ready index (priority, then
@@ -353,15 +352,13 @@ BEGIN
   RETURN QUERY SELECT * FROM :SCHEMA.claim(p_queue, p_limit, p_worker_id, p_now, p_ahead);
 END $$;
 
--- Completions, then the moves of this queue's completed slots to the jobs waiting for them.
--- The slots of this queue's completed jobs that no move took stay held (by the completed
--- job, in the slot table) and are returned as `in_hand`: the caller claims with them or
--- frees them, in the same transaction.
-CREATE OR REPLACE FUNCTION :SCHEMA.complete_and_hand_over(
-  p_ids bigint[], p_tokens uuid[], p_results jsonb[], p_now timestamptz,
-  p_queue text, p_move_ids bigint[], p_move_tokens uuid[],
-  OUT completed bigint[], OUT moved bigint[], OUT in_hand integer[])
-LANGUAGE plpgsql
+-- A worker's completions, the moves of its jobs waiting for a slot, and its next claim, in
+-- one transaction: the statement a busy worker sends once per round trip.
+CREATE OR REPLACE FUNCTION :SCHEMA.complete_and_claim(
+  p_ids bigint[], p_tokens uuid[], p_results jsonb[], p_now timestamptz, p_notify boolean,
+  p_queue text, p_limit integer, p_worker_id text, p_ahead integer,
+  p_move_ids bigint[], p_move_tokens uuid[])
+RETURNS TABLE (completed bigint[], moved bigint[], job jsonb) LANGUAGE plpgsql
 SET enable_bitmapscan = off SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -370,6 +367,7 @@ DECLARE
   v_now timestamptz := coalesce(p_now, now());
   v_done bigint[];
   v_moved bigint[] := '{}';
+  v_claimed integer;
   v_in_hand integer[] := '{}';
 BEGIN
   -- state::text: see the note at the top of queries/worker.sql.
@@ -418,56 +416,6 @@ BEGIN
     FROM :SCHEMA.take_over_slots(p_queue, v_in_hand, p_move_ids, p_move_tokens) t;
   END IF;
 
-  completed := v_done;
-  moved := v_moved;
-  in_hand := v_in_hand;
-END $$;
-
--- Completions and moves without a claim: what a worker writes when it has nothing to claim
--- for. Slots left in hand are freed; with p_notify, a freed slot (or a key's room) wakes
--- the claimers waiting on this queue's caps.
-CREATE OR REPLACE FUNCTION :SCHEMA.complete_and_move(
-  p_ids bigint[], p_tokens uuid[], p_results jsonb[], p_now timestamptz, p_notify boolean,
-  p_queue text, p_move_ids bigint[], p_move_tokens uuid[])
-RETURNS TABLE (completed bigint[], moved bigint[]) LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan
-AS $$
-DECLARE
-  v_done bigint[];
-  v_moved bigint[];
-  v_in_hand integer[];
-BEGIN
-  SELECT h.completed, h.moved, h.in_hand INTO v_done, v_moved, v_in_hand
-  FROM :SCHEMA.complete_and_hand_over(p_ids, p_tokens, p_results, p_now, p_queue, p_move_ids, p_move_tokens) h;
-  IF cardinality(v_in_hand) > 0 THEN
-    PERFORM :SCHEMA.free_slots(p_queue, v_in_hand);
-  END IF;
-  IF p_notify AND (cardinality(v_in_hand) > 0 OR cardinality(v_done) > cardinality(v_moved)) THEN
-    PERFORM pg_notify(':CHANNEL', q.name) FROM :SCHEMA.queue q
-    WHERE q.name = p_queue AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL);
-  END IF;
-  RETURN QUERY SELECT v_done, v_moved;
-END $$;
-
-CREATE OR REPLACE FUNCTION :SCHEMA.complete_and_claim(
-  p_ids bigint[], p_tokens uuid[], p_results jsonb[], p_now timestamptz, p_notify boolean,
-  p_queue text, p_limit integer, p_worker_id text, p_ahead integer,
-  p_move_ids bigint[], p_move_tokens uuid[])
-RETURNS TABLE (completed bigint[], moved bigint[], job jsonb) LANGUAGE plpgsql
-SET enable_bitmapscan = off SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off
-SET plan_cache_mode = force_generic_plan
-AS $$
-#variable_conflict use_column
-DECLARE
-  v_done bigint[];
-  v_moved bigint[];
-  v_claimed integer;
-  v_in_hand integer[];
-BEGIN
-  -- Slots left in hand go to the claim, which frees those it has no job for.
-  SELECT h.completed, h.moved, h.in_hand INTO v_done, v_moved, v_in_hand
-  FROM :SCHEMA.complete_and_hand_over(p_ids, p_tokens, p_results, p_now, p_queue, p_move_ids, p_move_tokens) h;
-
   -- The completed and moved ids ride on the first row only: the client parses them once.
   RETURN QUERY
   SELECT CASE WHEN row_number() OVER () = 1 THEN v_done END,
@@ -487,3 +435,15 @@ BEGIN
     WHERE q.name = p_queue AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL);
   END IF;
 END $$;
+
+-- Completions and moves without a claim, for a worker with nothing to claim for:
+-- complete_and_claim with a limit of 0, whose claim then frees the slots left in hand and
+-- wakes the claimers waiting on this queue's caps (with p_notify).
+CREATE OR REPLACE FUNCTION :SCHEMA.complete_and_move(
+  p_ids bigint[], p_tokens uuid[], p_results jsonb[], p_now timestamptz, p_notify boolean,
+  p_queue text, p_move_ids bigint[], p_move_tokens uuid[])
+RETURNS TABLE (completed bigint[], moved bigint[]) LANGUAGE sql AS $$
+  SELECT c.completed, c.moved
+  FROM :SCHEMA.complete_and_claim(p_ids, p_tokens, p_results, p_now, p_notify, p_queue, 0, NULL, 0, p_move_ids, p_move_tokens) c
+  LIMIT 1
+$$;
