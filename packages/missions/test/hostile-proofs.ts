@@ -142,9 +142,10 @@ const survivors = readdirSync('/proc').filter((name) => {
     return false;
   }
 });
+/** Run groups of this process (`run-<ms>-<pid>-<hex>`): other test files may be running proofs of their own. */
 const groupsLeft = ['/sys/fs/cgroup/pids/sluice-proof', '/sys/fs/cgroup/sluice-proof'].flatMap((dir) => {
   try {
-    return readdirSync(dir).filter((n) => n.startsWith('run-'));
+    return readdirSync(dir).filter((n) => n.startsWith('run-') && n.includes(`-${process.pid}-`));
   } catch {
     return [];
   }
