@@ -24,7 +24,23 @@ const sendOptions = {
   delayMs: optionalInt(0),
   priority: { type: 'integer', description: 'higher runs first' },
   maxAttempts: optionalInt(1, 1000),
+  cost: { ...optionalInt(1, 2_147_483_647), description: "what the job counts against its queue's budget when it starts (default 1)" },
 } as const;
+
+/** `{ count | units, periodMs }`: at most that many starts (or units of cost) in any window of periodMs. */
+const startWindow = (amount: 'count' | 'units', description: string) =>
+  ({
+    anyOf: [
+      {
+        type: 'object',
+        additionalProperties: false,
+        required: [amount, 'periodMs'],
+        properties: { [amount]: optionalInt(1, 2_147_483_647), periodMs: optionalInt(1, 86_400_000) },
+        description,
+      },
+      { type: 'null' },
+    ],
+  }) as const;
 
 export const sendBody = {
   type: 'object',
@@ -71,6 +87,8 @@ export const policyBody = {
     },
     archive: { type: 'boolean' },
     deadLetterQueue: { anyOf: [queueName, { type: 'null' }] },
+    rateLimit: startWindow('count', 'at most count jobs start in any window of periodMs (sliding, exact across processes)'),
+    budget: startWindow('units', "at most units of jobs' cost start in any window of periodMs"),
   },
 } as const;
 

@@ -26,6 +26,8 @@ CREATE TABLE sluice.job (
   started_at timestamp with time zone,
   finished_at timestamp with time zone,
   slot integer,
+  cost integer DEFAULT 1 NOT NULL,
+  CONSTRAINT job_cost_check CHECK (cost > 0),
   CONSTRAINT job_pkey PRIMARY KEY (id)
 ) WITH (fillfactor=90, autovacuum_vacuum_threshold=1000, autovacuum_vacuum_scale_factor=0.01, autovacuum_analyze_threshold=1000, autovacuum_analyze_scale_factor=0.02, autovacuum_vacuum_cost_delay=0);
 
@@ -50,6 +52,13 @@ CREATE TABLE sluice.job_archive (
   finished_at timestamp with time zone,
   archived_at timestamp with time zone DEFAULT now() NOT NULL,
   CONSTRAINT job_archive_pkey PRIMARY KEY (id)
+);
+
+CREATE TABLE sluice.job_start (
+  queue text NOT NULL,
+  started_at timestamp with time zone NOT NULL,
+  units integer NOT NULL,
+  job_id bigint NOT NULL
 );
 
 CREATE TABLE sluice.key_cursor (
@@ -93,8 +102,15 @@ CREATE TABLE sluice.queue (
   retain_dead_seconds integer DEFAULT 1209600 NOT NULL,
   archive boolean DEFAULT false NOT NULL,
   dead_letter_queue text,
+  rate_count integer,
+  rate_period_ms integer,
+  budget_units bigint,
+  budget_period_ms integer,
   CONSTRAINT queue_backoff_base_ms_check CHECK (backoff_base_ms >= 0),
   CONSTRAINT queue_backoff_jitter_check CHECK (backoff_jitter >= 0::double precision AND backoff_jitter <= 1::double precision),
+  CONSTRAINT queue_budget_period_ms_check CHECK (budget_period_ms > 0),
+  CONSTRAINT queue_budget_units_check CHECK (budget_units > 0),
+  CONSTRAINT queue_budget_whole CHECK ((budget_units IS NULL) = (budget_period_ms IS NULL)),
   CONSTRAINT queue_check CHECK (backoff_max_ms >= backoff_base_ms),
   CONSTRAINT queue_check1 CHECK (dead_letter_queue <> name),
   CONSTRAINT queue_concurrency_check CHECK (concurrency > 0),
@@ -104,6 +120,9 @@ CREATE TABLE sluice.queue (
   CONSTRAINT queue_max_per_key_check CHECK (max_per_key > 0),
   CONSTRAINT queue_per_key_concurrency_check CHECK (per_key_concurrency > 0),
   CONSTRAINT queue_pkey PRIMARY KEY (name),
+  CONSTRAINT queue_rate_count_check CHECK (rate_count > 0),
+  CONSTRAINT queue_rate_period_ms_check CHECK (rate_period_ms > 0),
+  CONSTRAINT queue_rate_whole CHECK ((rate_count IS NULL) = (rate_period_ms IS NULL)),
   CONSTRAINT queue_retain_cancelled_seconds_check CHECK (retain_cancelled_seconds >= 0),
   CONSTRAINT queue_retain_completed_seconds_check CHECK (retain_completed_seconds >= 0),
   CONSTRAINT queue_retain_dead_seconds_check CHECK (retain_dead_seconds >= 0),
@@ -140,6 +159,7 @@ CREATE INDEX job_key_pending_idx ON sluice.job USING btree (queue, key, priority
 CREATE INDEX job_keyless_pending_idx ON sluice.job USING btree (queue, priority DESC, run_at, id) WHERE ((state = 'pending'::sluice.job_state) AND (key IS NULL));
 CREATE INDEX job_ready_idx ON sluice.job USING btree (queue, priority DESC, run_at, id) WHERE (state = 'pending'::sluice.job_state);
 CREATE UNIQUE INDEX job_singleton_idx ON sluice.job USING btree (queue, singleton_key) WHERE ((singleton_key IS NOT NULL) AND (state = ANY (ARRAY['pending'::sluice.job_state, 'active'::sluice.job_state])));
+CREATE INDEX job_start_window ON sluice.job_start USING btree (queue, started_at);
 
 -- Functions
 CREATE OR REPLACE FUNCTION sluice.admit_depth(q sluice.queue, p_incoming integer, p_now timestamp with time zone)
@@ -219,6 +239,9 @@ DECLARE
   v_ids bigint[];
   v_reuse integer[] := '{}';
   v_slotted integer;
+  v_rated boolean;
+  v_room integer;
+  v_units bigint;
 BEGIN
   SELECT * INTO q FROM "sluice".queue WHERE name = p_queue;
   IF q.name IS NULL OR q.paused OR v_limit <= 0 OR q.concurrency IS NULL THEN
@@ -234,6 +257,22 @@ BEGIN
     v_reuse := ARRAY(SELECT u FROM unnest(p_in_hand) u WHERE u <= q.concurrency ORDER BY u);
     IF cardinality(v_reuse) < cardinality(p_in_hand) THEN
       PERFORM "sluice".free_slots(p_queue, ARRAY(SELECT u FROM unnest(p_in_hand) u WHERE u > q.concurrency));
+    END IF;
+  END IF;
+
+  v_rated := q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL;
+  IF v_rated THEN
+    -- Starts by rate and budget (rate.sql): counted under the queue's lock, at the time
+    -- it is held, and recorded below before it is released. Nothing is claimed ahead: a
+    -- job counts as started when it is claimed.
+    PERFORM pg_advisory_xact_lock(hashtext('sluice.rate'), hashtext(p_queue));
+    v_now := coalesce(p_now, clock_timestamp());
+    SELECT r.jobs, r.units INTO v_room, v_units FROM "sluice".start_room(q, v_now) r;
+    v_limit := least(greatest(p_limit, 0), greatest(coalesce(v_room, p_limit), 0));
+    v_want := least(v_want, v_limit);
+    IF v_limit <= 0 OR v_units <= 0 THEN
+      PERFORM "sluice".free_slots(p_queue, v_reuse);
+      RETURN;
     END IF;
   END IF;
 
@@ -278,6 +317,15 @@ BEGIN
   ELSE
     v_ids := "sluice".pick_per_key(q, v_limit, v_now);
   END IF;
+  IF v_units IS NOT NULL AND cardinality(v_ids) > 0 THEN
+    -- The budget, in claim order: the jobs whose running total of cost fits.
+    v_ids := ARRAY(
+      SELECT x.id FROM (
+        SELECT j.id, sum(j.cost) OVER (ORDER BY j.priority DESC, j.run_at, j.id) AS spent
+        FROM "sluice".job j WHERE j.id = ANY (v_ids)
+      ) x
+      WHERE x.spent <= v_units ORDER BY x.spent);
+  END IF;
 
   v_slotted := least(cardinality(v_slots), cardinality(v_ids));
   IF cardinality(v_reuse) > v_slotted THEN
@@ -307,6 +355,11 @@ BEGIN
     RETURNING j.*
   )
   SELECT * FROM claimed ORDER BY priority DESC, run_at, id;
+
+  IF v_rated AND cardinality(v_ids) > 0 THEN
+    INSERT INTO "sluice".job_start (queue, started_at, units, job_id)
+    SELECT p_queue, v_now, j.cost, j.id FROM "sluice".job j WHERE j.id = ANY (v_ids);
+  END IF;
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.complete_and_claim(p_ids bigint[], p_tokens uuid[], p_results jsonb[], p_now timestamp with time zone, p_notify boolean, p_queue text, p_limit integer, p_worker_id text, p_ahead integer, p_move_ids bigint[], p_move_tokens uuid[])
@@ -448,10 +501,50 @@ AS $function$
 BEGIN
   IF pg_current_xact_id_if_assigned() IS NULL AND EXISTS (
        SELECT 1 FROM "sluice".queue
-       WHERE name = p_queue AND concurrency IS NULL AND per_key_concurrency IS NULL) THEN
+       WHERE name = p_queue AND concurrency IS NULL AND per_key_concurrency IS NULL
+         AND rate_count IS NULL AND budget_units IS NULL) THEN
     PERFORM set_config('synchronous_commit', 'off', true);
   END IF;
   RETURN QUERY SELECT * FROM "sluice".claim(p_queue, p_limit, p_worker_id, p_now, p_ahead);
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.next_start_ms(p_queue text, p_now timestamp with time zone)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  q "sluice".queue;
+  v_now timestamptz := coalesce(p_now, clock_timestamp());
+  v_rate_at timestamptz;
+  v_budget_at timestamptz;
+  v_cost integer;
+BEGIN
+  SELECT * INTO q FROM "sluice".queue WHERE name = p_queue;
+  IF q.name IS NULL OR (q.rate_count IS NULL AND q.budget_units IS NULL) THEN
+    RETURN NULL;
+  END IF;
+  IF q.rate_count IS NOT NULL THEN
+    -- The rate_count-th newest start in the window: while it is in, the window is full.
+    SELECT s.started_at + q.rate_period_ms * interval '1 millisecond' INTO v_rate_at
+    FROM "sluice".job_start s
+    WHERE s.queue = p_queue AND s.started_at >= v_now - q.rate_period_ms * interval '1 millisecond'
+    ORDER BY s.started_at DESC OFFSET q.rate_count - 1 LIMIT 1;
+  END IF;
+  IF q.budget_units IS NOT NULL THEN
+    SELECT j.cost INTO v_cost FROM "sluice".job j
+    WHERE j.queue = p_queue AND j.state = 'pending' AND j.run_at <= v_now
+    ORDER BY j.priority DESC, j.run_at, j.id LIMIT 1;
+    -- The newest start that, with every start after it and the waiting job, passes the budget.
+    SELECT x.started_at + q.budget_period_ms * interval '1 millisecond' INTO v_budget_at
+    FROM (
+      SELECT s.started_at, sum(s.units) OVER (ORDER BY s.started_at DESC, s.job_id DESC) AS newer
+      FROM "sluice".job_start s
+      WHERE s.queue = p_queue AND s.started_at >= v_now - q.budget_period_ms * interval '1 millisecond'
+    ) x
+    WHERE x.newer + coalesce(v_cost, 1) > q.budget_units
+    ORDER BY x.started_at DESC LIMIT 1;
+  END IF;
+  RETURN greatest(0, ceil(extract(epoch FROM greatest(v_rate_at, v_budget_at) - v_now) * 1000) + 1)::integer;
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.pick_per_key(q sluice.queue, p_limit integer, p_now timestamp with time zone)
@@ -680,7 +773,7 @@ BEGIN
   SELECT f.* FROM failed f, (SELECT count(*) FROM woken) w;
 END $function$
 ;
-CREATE OR REPLACE FUNCTION sluice.send(p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamp with time zone, p_delay_ms double precision, p_priority integer, p_max_attempts integer, p_now timestamp with time zone, p_notify boolean, OUT id bigint, OUT deduplicated boolean)
+CREATE OR REPLACE FUNCTION sluice.send(p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamp with time zone, p_delay_ms double precision, p_priority integer, p_max_attempts integer, p_now timestamp with time zone, p_notify boolean, p_cost integer, OUT id bigint, OUT deduplicated boolean)
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
@@ -695,8 +788,8 @@ BEGIN
   -- Nothing to deduplicate and nothing to admit: one statement. Otherwise (or if the
   -- queue does not exist) no row is inserted and the full path below decides.
   IF p_singleton_key IS NULL THEN
-    INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at)
-    SELECT qu.name, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, qu.max_attempts), v_now
+    INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost)
+    SELECT qu.name, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, qu.max_attempts), v_now, coalesce(p_cost, 1)
     FROM "sluice".queue qu
     WHERE qu.name = p_queue AND qu.max_pending IS NULL AND (qu.max_per_key IS NULL OR p_key IS NULL)
     RETURNING job.id INTO id;
@@ -730,14 +823,14 @@ BEGIN
   END IF;
 
   IF p_singleton_key IS NULL THEN
-    INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at)
-    VALUES (p_queue, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, q.max_attempts), v_now)
+    INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost)
+    VALUES (p_queue, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1))
     RETURNING job.id INTO id;
   ELSE
     LOOP
-      INSERT INTO "sluice".job (queue, data, key, singleton_key, priority, run_at, max_attempts, created_at)
+      INSERT INTO "sluice".job (queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost)
       VALUES (p_queue, p_data, p_key, p_singleton_key, coalesce(p_priority, 0), v_run_at,
-              coalesce(p_max_attempts, q.max_attempts), v_now)
+              coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1))
       ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active')
       DO NOTHING
       RETURNING job.id INTO id;
@@ -790,14 +883,14 @@ BEGIN
     -- the i-th smallest id is the i-th item.
     RETURN QUERY
     WITH inserted AS (
-      INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at)
+      INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost)
       SELECT p_queue, coalesce(x.data, 'null'::jsonb), x.key, coalesce(x.priority, 0),
              coalesce(x.run_at, v_now + coalesce(x.delay_ms, 0) * interval '1 millisecond'),
-             coalesce(x.max_attempts, q.max_attempts), v_now
+             coalesce(x.max_attempts, q.max_attempts), v_now, coalesce(x.cost, 1)
       FROM ROWS FROM (
         jsonb_to_recordset(p_items) AS (data jsonb, key text, run_at timestamptz, delay_ms double precision,
-                                        priority integer, max_attempts integer)
-      ) WITH ORDINALITY AS x(data, key, run_at, delay_ms, priority, max_attempts, ord)
+                                        priority integer, max_attempts integer, cost integer)
+      ) WITH ORDINALITY AS x(data, key, run_at, delay_ms, priority, max_attempts, cost, ord)
       ORDER BY x.ord
       RETURNING job.id
     )
@@ -808,18 +901,18 @@ BEGIN
     SELECT x.*, nextval(pg_get_serial_sequence('sluice.job', 'id')) AS new_id
     FROM ROWS FROM (
       jsonb_to_recordset(p_items) AS (data jsonb, key text, singleton_key text, run_at timestamptz,
-                                      delay_ms double precision, priority integer, max_attempts integer)
-    ) WITH ORDINALITY AS x(data, key, singleton_key, run_at, delay_ms, priority, max_attempts, ord)
+                                      delay_ms double precision, priority integer, max_attempts integer, cost integer)
+    ) WITH ORDINALITY AS x(data, key, singleton_key, run_at, delay_ms, priority, max_attempts, cost, ord)
   ), input AS (
     SELECT n.*,
            CASE WHEN n.singleton_key IS NULL THEN n.new_id
                 ELSE first_value(n.new_id) OVER (PARTITION BY n.singleton_key ORDER BY n.ord) END AS first_id
     FROM numbered n
   ), inserted AS (
-    INSERT INTO "sluice".job (id, queue, data, key, singleton_key, priority, run_at, max_attempts, created_at)
+    INSERT INTO "sluice".job (id, queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost)
     SELECT i.new_id, p_queue, coalesce(i.data, 'null'::jsonb), i.key, i.singleton_key, coalesce(i.priority, 0),
            coalesce(i.run_at, v_now + coalesce(i.delay_ms, 0) * interval '1 millisecond'),
-           coalesce(i.max_attempts, q.max_attempts), v_now
+           coalesce(i.max_attempts, q.max_attempts), v_now, coalesce(i.cost, 1)
     FROM input i WHERE i.first_id = i.new_id ORDER BY i.ord
     ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active')
     DO NOTHING
@@ -836,6 +929,21 @@ BEGIN
 
   IF p_notify THEN
     PERFORM pg_notify('sluice:sluice', p_queue);
+  END IF;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.start_room(q sluice.queue, p_now timestamp with time zone, OUT jobs integer, OUT units bigint)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF q.rate_count IS NOT NULL THEN
+    SELECT q.rate_count - count(*) INTO jobs FROM "sluice".job_start s
+    WHERE s.queue = q.name AND s.started_at >= p_now - q.rate_period_ms * interval '1 millisecond';
+  END IF;
+  IF q.budget_units IS NOT NULL THEN
+    SELECT q.budget_units - coalesce(sum(s.units), 0) INTO units FROM "sluice".job_start s
+    WHERE s.queue = q.name AND s.started_at >= p_now - q.budget_period_ms * interval '1 millisecond';
   END IF;
 END $function$
 ;

@@ -49,6 +49,26 @@ export interface QueuePolicy {
   archive?: boolean;
   /** Also send every job that dies here to this queue (payload: the dead job and its errors). */
   deadLetterQueue?: string | null;
+  /**
+   * At most `count` jobs start in any window of `periodMs` (a sliding window on the
+   * database's clock, exact across processes). A job held back waits; no attempt is spent.
+   */
+  rateLimit?: RateLimit | null;
+  /**
+   * At most `units` of cost start in any window of `periodMs` (a job's `cost`, default 1,
+   * counted when it starts): model tokens per minute, say. Taken in claim order.
+   */
+  budget?: Budget | null;
+}
+
+export interface RateLimit {
+  count: number;
+  periodMs: number;
+}
+
+export interface Budget {
+  units: number;
+  periodMs: number;
 }
 
 export interface RetentionPolicy {
@@ -72,6 +92,8 @@ export interface Queue {
   retention: Required<RetentionPolicy>;
   archive: boolean;
   deadLetterQueue: string | null;
+  rateLimit: RateLimit | null;
+  budget: Budget | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -89,6 +111,8 @@ export interface SendOptions {
   priority?: number;
   /** Overrides the queue's `maxAttempts` for this job. */
   maxAttempts?: number;
+  /** What the job counts against its queue's `budget` when it starts. Integer ≥ 1, default 1. */
+  cost?: number;
   /** Enqueue on this client, e.g. inside the caller's own transaction (READ COMMITTED). */
   client?: pg.ClientBase;
 }
@@ -126,6 +150,8 @@ export interface Job<T = unknown> {
   /** Attempts started so far, including the current one. */
   attempts: number;
   maxAttempts: number;
+  /** What the job counts against its queue's budget when it starts. */
+  cost: number;
   leaseExpiresAt: Date | null;
   workerId: string | null;
   result: unknown;

@@ -190,3 +190,35 @@ test('sweeper: a SIGKILLed worker\'s jobs are retried by another process after t
   }
   for (const { id } of more) assert.equal((await sluice.get(id))?.attempts, 1);
 });
+
+test('exact rate: 7 processes × 10 local slots against 50 starts a second, 1,000 jobs: no window of 1 s holds more than 50 starts, and the rate is reached', async (t) => {
+  const db = await testDatabase();
+  const sluice = await makeSluice();
+  const client = await prepareSpanTable();
+  const q = uniqueQueue('rate');
+  await sluice.queues.put(q, { rateLimit: { count: 50, periodMs: 1000 } });
+  await sluice.sendMany(q, Array.from({ length: 1000 }, (_, i) => ({ data: i })));
+  const children = await Promise.all(
+    Array.from({ length: 7 }, () => spawnWorker({ url: db.url, queue: q, mode: 'record', concurrency: 10 })),
+  );
+  await waitFor(async () => (await sluice.stats(q)).completed === 1000, { timeoutMs: 300_000, message: '1,000 completed' });
+  await Promise.all(children.map(stopWorker));
+  // Every window of one second that starts at a start (the fullest ones do), closed at both ends.
+  const { rows } = await client.query(
+    `WITH s AS (SELECT started_at FROM sluice.job WHERE queue = $1)
+     SELECT (SELECT max((SELECT count(*) FROM s s2 WHERE s2.started_at BETWEEN s1.started_at AND s1.started_at + interval '1 second'))
+             FROM s s1)::int AS fullest,
+            extract(epoch FROM max(started_at) - min(started_at))::float8 AS span_s,
+            (SELECT max(attempts) FROM sluice.job WHERE queue = $1)::int AS attempts
+     FROM s`,
+    [q],
+  );
+  const { fullest, span_s: spanS, attempts } = rows[0];
+  // 1,000 starts at 50 a second take 20 windows: 19 s from the first start to the last.
+  const achieved = 1000 / (spanS + 1);
+  t.diagnostic(`fullest window ${fullest} starts; first to last start ${spanS.toFixed(2)} s; ${achieved.toFixed(1)} starts/s`);
+  assert.ok(fullest <= 50, `a window of 1 s held ${fullest} starts`);
+  assert.ok(fullest >= 45, `the windows fill up (${fullest})`);
+  assert.ok(achieved >= 47.5, `${achieved.toFixed(1)} starts/s is under 95 % of 50`);
+  assert.equal(attempts, 1, 'a job held back by the rate spends no attempt');
+});

@@ -12,6 +12,7 @@ interface SendRequestBody {
   delayMs?: number;
   priority?: number;
   maxAttempts?: number;
+  cost?: number;
 }
 
 function sendOptionsOf(body: SendRequestBody): SendOptions {

@@ -15,6 +15,8 @@
 -- - The global cap is exact: a job of a capped queue starts only with a slot (slots.sql);
 --   jobs claimed ahead (`ahead`) wait with slot 0 and are granted only when every free
 --   local slot got a slot, none while slots above a lowered cap are held.
+-- - Rate and budget (rate.sql): a claim of such a queue starts only what its windows
+--   allow, counted and recorded under the queue's lock.
 -- - Per-key concurrency: keys take turns (pick_per_key), so one key cannot starve the
 --   others, and no key passes its limit: a claim takes a lock per key with a try-lock (a
 --   key another claim is serving is skipped, not waited for) and reads the key's running
@@ -228,6 +230,9 @@ DECLARE
   v_ids bigint[];
   v_reuse integer[] := '{}';
   v_slotted integer;
+  v_rated boolean;
+  v_room integer;
+  v_units bigint;
 BEGIN
   SELECT * INTO q FROM :SCHEMA.queue WHERE name = p_queue;
   IF q.name IS NULL OR q.paused OR v_limit <= 0 OR q.concurrency IS NULL THEN
@@ -243,6 +248,22 @@ BEGIN
     v_reuse := ARRAY(SELECT u FROM unnest(p_in_hand) u WHERE u <= q.concurrency ORDER BY u);
     IF cardinality(v_reuse) < cardinality(p_in_hand) THEN
       PERFORM :SCHEMA.free_slots(p_queue, ARRAY(SELECT u FROM unnest(p_in_hand) u WHERE u > q.concurrency));
+    END IF;
+  END IF;
+
+  v_rated := q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL;
+  IF v_rated THEN
+    -- Starts by rate and budget (rate.sql): counted under the queue's lock, at the time
+    -- it is held, and recorded below before it is released. Nothing is claimed ahead: a
+    -- job counts as started when it is claimed.
+    PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.rate'), hashtext(p_queue));
+    v_now := coalesce(p_now, clock_timestamp());
+    SELECT r.jobs, r.units INTO v_room, v_units FROM :SCHEMA.start_room(q, v_now) r;
+    v_limit := least(greatest(p_limit, 0), greatest(coalesce(v_room, p_limit), 0));
+    v_want := least(v_want, v_limit);
+    IF v_limit <= 0 OR v_units <= 0 THEN
+      PERFORM :SCHEMA.free_slots(p_queue, v_reuse);
+      RETURN;
     END IF;
   END IF;
 
@@ -287,6 +308,15 @@ BEGIN
   ELSE
     v_ids := :SCHEMA.pick_per_key(q, v_limit, v_now);
   END IF;
+  IF v_units IS NOT NULL AND cardinality(v_ids) > 0 THEN
+    -- The budget, in claim order: the jobs whose running total of cost fits.
+    v_ids := ARRAY(
+      SELECT x.id FROM (
+        SELECT j.id, sum(j.cost) OVER (ORDER BY j.priority DESC, j.run_at, j.id) AS spent
+        FROM :SCHEMA.job j WHERE j.id = ANY (v_ids)
+      ) x
+      WHERE x.spent <= v_units ORDER BY x.spent);
+  END IF;
 
   v_slotted := least(cardinality(v_slots), cardinality(v_ids));
   IF cardinality(v_reuse) > v_slotted THEN
@@ -316,6 +346,11 @@ BEGIN
     RETURNING j.*
   )
   SELECT * FROM claimed ORDER BY priority DESC, run_at, id;
+
+  IF v_rated AND cardinality(v_ids) > 0 THEN
+    INSERT INTO :SCHEMA.job_start (queue, started_at, units, job_id)
+    SELECT p_queue, v_now, j.cost, j.id FROM :SCHEMA.job j WHERE j.id = ANY (v_ids);
+  END IF;
 END $$;
 
 -- A claim that is the only write of its transaction, on a queue without caps, commits
@@ -333,9 +368,9 @@ END $$;
 -- still flushed before it is acknowledged, and its flush also carries every claim
 -- committed before it.
 --
--- Not for a queue with `concurrency` or `perKeyConcurrency`: an undone claim would free
--- its slot, or its key's room, while the worker that holds the job may still be running
--- it, and the cap must hold through a crash. Not when the transaction has written
+-- Not for a queue with `concurrency`, `perKeyConcurrency`, a rate or a budget: an undone
+-- claim would free its slot, its key's room or its start, while the worker that holds
+-- the job may still be running it, and the bound must hold through a crash. Not when the transaction has written
 -- before (the caller's own work must keep the caller's durability). The setting is
 -- local to the transaction, and the library sends this statement on its own.
 CREATE OR REPLACE FUNCTION :SCHEMA.lone_claim(
@@ -346,7 +381,8 @@ AS $$
 BEGIN
   IF pg_current_xact_id_if_assigned() IS NULL AND EXISTS (
        SELECT 1 FROM :SCHEMA.queue
-       WHERE name = p_queue AND concurrency IS NULL AND per_key_concurrency IS NULL) THEN
+       WHERE name = p_queue AND concurrency IS NULL AND per_key_concurrency IS NULL
+         AND rate_count IS NULL AND budget_units IS NULL) THEN
     PERFORM set_config('synchronous_commit', 'off', true);
   END IF;
   RETURN QUERY SELECT * FROM :SCHEMA.claim(p_queue, p_limit, p_worker_id, p_now, p_ahead);

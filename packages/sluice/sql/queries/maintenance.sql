@@ -97,3 +97,11 @@ RETURNING id;
 
 -- name: DatabaseNow
 SELECT now() AS now;
+
+-- name: JobStartPrune
+-- Starts older than their queue's longest rate or budget window count for nothing any more
+-- (sql/functions/rate.sql); a queue without either keeps none.
+DELETE FROM :SCHEMA.job_start s
+WHERE s.started_at < coalesce($1::timestamptz, now()) - coalesce(
+  (SELECT greatest(q.rate_period_ms, q.budget_period_ms) FROM :SCHEMA.queue q WHERE q.name = s.queue), 0
+) * interval '1 millisecond';

@@ -59,3 +59,8 @@ SELECT completed, moved, job FROM :SCHEMA.complete_and_claim($1, $2, $3, $4, $5,
 -- Completions whose slots running jobs took over, written without a claim: the slots move
 -- to those jobs in the same transaction, never freed in between (complete_and_move, sql/functions/claim.sql).
 SELECT completed, moved FROM :SCHEMA.complete_and_move($1, $2, $3, $4, $5, $6, $7, $8);
+
+-- name: JobNextStart
+-- Milliseconds until the queue's rate and budget let the next job start (0: now; NULL: the
+-- queue has neither), for a worker whose claim came back short (sql/functions/rate.sql).
+SELECT :SCHEMA.next_start_ms($1, $2) AS ms;

@@ -16,7 +16,7 @@ import type { Db } from '../db/db.js';
 import { reportDead } from '../queue/dead.js';
 import { toJob } from '../queue/rows.js';
 import type { Emit, Job, Logger } from '../types.js';
-import { pruneFinished } from './retention.js';
+import { pruneFinished, pruneStarts } from './retention.js';
 import { enqueueDueSlots } from './schedules.js';
 
 export interface TickResult {
@@ -110,6 +110,7 @@ export class Maintenance {
         const graceMs = Math.max(60_000, 2 * this.intervalMs);
         const scheduled = await enqueueDueSlots(db, this.deps.now(), graceMs, this.deps.logger);
         const pruned = await pruneFinished(db, this.deps.now());
+        await pruneStarts(db, this.deps.now());
         return { ran: true, ...swept, slotsFreed, scheduled, pruned };
       } finally {
         await db.run('MaintenanceUnlock', [], lockHolder).catch((err) => (broken = err));

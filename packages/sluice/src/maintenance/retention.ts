@@ -2,7 +2,8 @@
  * Retention: finished jobs older than their queue's retention are deleted, or moved to
  * `job_archive` when the queue archives. Small batches (each its own short transaction,
  * oldest first, through the finished-jobs index) so no lock is held for long and the
- * claim's indexes never see these rows.
+ * claim's indexes never see these rows. Starts recorded for rates and budgets are kept
+ * for their queue's longest window only.
  */
 import type { Db } from '../db/db.js';
 
@@ -32,4 +33,9 @@ export async function pruneFinished(db: Db, now: Date | null): Promise<number> {
     }
   }
   return pruned;
+}
+
+/** Starts past every window of their queue's rate and budget: one statement, a few rows a second at most. */
+export async function pruneStarts(db: Db, now: Date | null): Promise<void> {
+  await db.run('JobStartPrune', [now]);
 }

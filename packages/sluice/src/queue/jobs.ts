@@ -21,7 +21,7 @@ export interface JobsConfig {
   waker: Waker;
 }
 
-const MANY_ITEM_FIELDS = new Set(['data', 'key', 'singletonKey', 'runAt', 'delayMs', 'priority', 'maxAttempts']);
+const MANY_ITEM_FIELDS = new Set(['data', 'key', 'singletonKey', 'runAt', 'delayMs', 'priority', 'maxAttempts', 'cost']);
 const MAX_BATCH = 10_000;
 /**
  * Retry-After of a send whose count failed. The queue's own `retryAfterSeconds` is in the
@@ -60,7 +60,7 @@ export class Jobs {
       try {
         [row] = await this.db.run(
           'JobSend',
-          [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), this.config.notify && inside],
+          [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), this.config.notify && inside, o.cost],
           client as Queryable | undefined,
         );
       } finally {
@@ -110,6 +110,7 @@ export class Jobs {
       if (o.delayMs !== null) row += `,"delay_ms":${o.delayMs}`;
       if (o.priority !== null) row += `,"priority":${o.priority}`;
       if (o.maxAttempts !== null) row += `,"max_attempts":${o.maxAttempts}`;
+      if (o.cost !== null) row += `,"cost":${o.cost}`;
       return `${row}}`;
     });
     let result;

@@ -22,6 +22,8 @@ export class Queues {
       if (!dlq) throw new ValidationError(`dead-letter queue "${deadLetterQueue}" does not exist; create it first`, 'deadLetterQueue');
     }
     const [row] = await this.db.run('QueuePut', params);
+    // Workers waiting on a limit that was just raised (a cap, a rate) claim at once.
+    await this.db.run('QueueNotify', [name]);
     return toQueue(row);
   }
 

@@ -13,6 +13,7 @@ export function toJob<T = unknown>(r: any): Job<T> {
     runAt: r.run_at,
     attempts: r.attempts,
     maxAttempts: r.max_attempts,
+    cost: r.cost ?? 1,
     leaseExpiresAt: r.lease_expires_at,
     workerId: r.worker_id,
     result: r.result,
@@ -55,6 +56,8 @@ export function toQueue(r: any): Queue {
     },
     archive: r.archive,
     deadLetterQueue: r.dead_letter_queue,
+    rateLimit: r.rate_count == null ? null : { count: r.rate_count, periodMs: r.rate_period_ms },
+    budget: r.budget_units == null ? null : { units: Number(r.budget_units), periodMs: r.budget_period_ms },
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

@@ -90,6 +90,7 @@ function describe(value: unknown): string {
 const POLICY_FIELDS = new Set([
   'concurrency', 'perKeyConcurrency', 'maxPerKey', 'maxPending', 'maxAttempts',
   'backoff', 'leaseSeconds', 'retryAfterSeconds', 'paused', 'retention', 'archive', 'deadLetterQueue',
+  'rateLimit', 'budget',
 ]);
 const RETENTION_FIELDS = ['completedSeconds', 'cancelledSeconds', 'deadSeconds'];
 
@@ -120,6 +121,8 @@ export function policyParams(policy: QueuePolicy): unknown[] {
     if (!RETENTION_FIELDS.includes(field)) throw new ValidationError(`unknown retention field "${field}"`, `retention.${field}`);
   }
   const deadLetterQueue = policy.deadLetterQueue == null ? null : validateQueueName(policy.deadLetterQueue);
+  const rate = validateWindow(policy.rateLimit, 'rateLimit', 'count');
+  const budget = validateWindow(policy.budget, 'budget', 'units');
   return [
     validateInt(policy.concurrency, 'concurrency', { min: 1, max: MAX_CONCURRENCY }),
     validateInt(policy.perKeyConcurrency, 'perKeyConcurrency', { min: 1 }),
@@ -137,10 +140,28 @@ export function policyParams(policy: QueuePolicy): unknown[] {
     validateInt(retention.deadSeconds, 'retention.deadSeconds', { min: 0 }) ?? 14 * 86_400,
     policy.archive ?? false,
     deadLetterQueue,
+    rate?.amount ?? null,
+    rate?.periodMs ?? null,
+    budget?.amount ?? null,
+    budget?.periodMs ?? null,
   ];
 }
 
-const SEND_FIELDS = new Set(['key', 'singletonKey', 'runAt', 'delayMs', 'priority', 'maxAttempts', 'client']);
+/** `{ count | units, periodMs }`, or absent. A window longer than a day is refused (its starts are kept that long). */
+function validateWindow(value: unknown, field: string, amountField: 'count' | 'units'): { amount: number; periodMs: number } | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'object' || Array.isArray(value)) throw new ValidationError(`${field} must be an object { ${amountField}, periodMs }`, field);
+  for (const key of Object.keys(value)) {
+    if (key !== amountField && key !== 'periodMs') throw new ValidationError(`unknown ${field} field "${key}"`, `${field}.${key}`);
+  }
+  const v = value as Record<string, unknown>;
+  const amount = validateInt(v[amountField], `${field}.${amountField}`, { min: 1, max: MAX_INT });
+  const periodMs = validateInt(v.periodMs, `${field}.periodMs`, { min: 1, max: 86_400_000 });
+  if (amount === null || periodMs === null) throw new ValidationError(`${field} needs both ${amountField} and periodMs`, field);
+  return { amount, periodMs };
+}
+
+const SEND_FIELDS = new Set(['key', 'singletonKey', 'runAt', 'delayMs', 'priority', 'maxAttempts', 'cost', 'client']);
 
 export interface CheckedSendOptions {
   key: string | null;
@@ -149,6 +170,7 @@ export interface CheckedSendOptions {
   delayMs: number | null;
   priority: number | null;
   maxAttempts: number | null;
+  cost: number | null;
 }
 
 export function validateSendOptions(opts: Omit<SendOptions, 'client'> | undefined, allowed = SEND_FIELDS): CheckedSendOptions {
@@ -177,6 +199,7 @@ export function validateSendOptions(opts: Omit<SendOptions, 'client'> | undefine
     delayMs,
     priority: validateInt(o.priority, 'priority', { min: -MAX_INT - 1 }),
     maxAttempts: validateInt(o.maxAttempts, 'maxAttempts', { min: 1, max: 1000 }),
+    cost: validateInt(o.cost, 'cost', { min: 1, max: MAX_INT }),
   };
 }
 

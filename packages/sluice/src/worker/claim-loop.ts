@@ -43,6 +43,8 @@ export interface ClaimLoopDeps {
 const EWMA_WEIGHT = 0.2;
 /** A due wake-up comes this much after the due time. */
 const DUE_MARGIN_MS = 5;
+/** A queue found without a rate or a budget is asked again after this long. */
+const RATE_RECHECK_MS = 10_000;
 
 export class ClaimLoop {
   private started = false;
@@ -60,6 +62,8 @@ export class ClaimLoop {
   /** When `dueTimer` fires (local monotonic ms). */
   private dueAt = Infinity;
   private unsubscribe: (() => void) | null = null;
+  /** When the queue was last found without a rate or a budget (local monotonic ms). */
+  private unratedAt = -Infinity;
   /** Claims completed (whatever they returned). */
   claims = 0;
 
@@ -117,18 +121,27 @@ export class ClaimLoop {
       if (job.queue !== this.deps.queue || job.state !== 'pending' || !failedAt) continue;
       delayMs = Math.min(delayMs, Math.max(0, job.runAt.getTime() - new Date(failedAt).getTime()));
     }
-    // Later than a poll away, the poll finds it first.
-    if (!(delayMs < this.deps.pollIntervalMs)) return;
+    this.wakeIn(delayMs);
+  }
+
+  /**
+   * Claim again in `delayMs`, unless a wake-up comes sooner. `evenPastPoll`: the time is
+   * when a start becomes allowed, which a poll would find only up to a poll interval late.
+   */
+  private wakeIn(delayMs: number, evenPastPoll = false): void {
+    // Later than a poll away, the poll finds the retry first.
+    if (!(delayMs < this.deps.pollIntervalMs || evenPastPoll) || this.stopped) return;
     const at = performance.now() + delayMs;
     if (at >= this.dueAt) return;
     if (this.dueTimer) clearTimeout(this.dueTimer);
     this.dueAt = at;
-    // A few ms late rather than early: the claim must find the job due on the database's clock.
+    // A retry a few ms late rather than early: the claim must find the job due on the
+    // database's clock. A start's time is the database's own answer (already past it).
     this.dueTimer = setTimeout(() => {
       this.dueTimer = null;
       this.dueAt = Infinity;
       this.wake();
-    }, delayMs + DUE_MARGIN_MS);
+    }, delayMs + (evenPastPoll ? 0 : DUE_MARGIN_MS));
   }
 
   /**
@@ -245,11 +258,29 @@ export class ClaimLoop {
     this.claimMs = Number.isNaN(this.claimMs) ? performance.now() - sentAt : this.claimMs + EWMA_WEIGHT * (performance.now() - sentAt - this.claimMs);
     // Fewer than the free slots: nothing claimable until a wake-up. Fewer than asked
     // ahead (few jobs left, or a busy cap): claim for free slots only until a job ends.
-    if (rows.length < forSlots) this.idle = true;
-    else if (rows.length < forSlots + ahead) this.aheadPaused = true;
+    if (rows.length < forSlots) {
+      this.idle = true;
+      void this.wakeAtNextStart();
+    } else if (rows.length < forSlots + ahead) this.aheadPaused = true;
     if (rows.length > 0) executor.accept(rows, sentAt);
     else if (promotions.length > 0) executor.runOnce();
     return rows.length;
+  }
+
+  /**
+   * A claim came back short: if a rate or a budget held jobs back, claim again when the
+   * next start is allowed (computed by the database from the starts in the window).
+   */
+  private async wakeAtNextStart(): Promise<void> {
+    if (performance.now() - this.unratedAt < RATE_RECHECK_MS) return;
+    let ms: number | null;
+    try {
+      ms = (await this.deps.db.run('JobNextStart', [this.deps.queue, this.deps.now()]))[0].ms;
+    } catch {
+      return; // the poll claims again anyway
+    }
+    if (ms === null) this.unratedAt = performance.now();
+    else if (ms > 0) this.wakeIn(ms, true);
   }
 
   /** The fused statement: completions and moves written, promotions asked for, then the claim. */

@@ -1,0 +1,102 @@
+// Admission by rate and budget (sql/functions/rate.sql), driven by an injected database
+// clock: what a claim may start in each window, when the next start is allowed, that a job
+// held back spends no attempt, and what the policy accepts.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ValidationError } from '../src/index.js';
+import { makeSluice, uniqueQueue } from './helpers.js';
+
+const T0 = new Date('2030-01-01T00:00:00.000Z');
+const at = (ms: number) => new Date(T0.getTime() + ms);
+
+type S = Awaited<ReturnType<typeof makeSluice>>;
+
+async function claim(sluice: S, queue: string, limit: number, now: Date): Promise<{ id: string; data: number }[]> {
+  const { rows } = await sluice.pool.query("SELECT id::text, data FROM sluice.claim($1, $2, 'w', $3, 5)", [queue, limit, now]);
+  return rows;
+}
+
+async function nextStartMs(sluice: S, queue: string, now: Date): Promise<number | null> {
+  const { rows } = await sluice.pool.query('SELECT sluice.next_start_ms($1, $2) AS ms', [queue, now]);
+  return rows[0].ms;
+}
+
+test('a rate admits `count` starts in any window of `periodMs`, closed at both ends, and says when the next may start', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { rateLimit: { count: 3, periodMs: 1000 } });
+  await sluice.sendMany(q, Array.from({ length: 10 }, (_, i) => ({ data: i, runAt: T0 })));
+
+  assert.deepEqual((await claim(sluice, q, 10, T0)).map((r) => r.data), [0, 1, 2], 'three of ten asked, none ahead');
+  assert.equal((await claim(sluice, q, 10, at(500))).length, 0, 'the window is full');
+  assert.equal(await nextStartMs(sluice, q, at(500)), 501);
+  assert.equal((await claim(sluice, q, 10, at(1000))).length, 0, 'a start exactly one period ago still counts');
+  assert.deepEqual((await claim(sluice, q, 2, at(1001))).map((r) => r.data), [3, 4]);
+  assert.deepEqual((await claim(sluice, q, 10, at(1200))).map((r) => r.data), [5], 'the room left in the window');
+  assert.equal(await nextStartMs(sluice, q, at(1200)), 802, 'when the start at 1001 leaves the window');
+
+  const { rows } = await sluice.pool.query("SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND state = 'pending' AND attempts = 0", [q]);
+  assert.equal(rows[0].n, 4, 'jobs held back are pending, their attempts unspent');
+});
+
+test('a budget admits jobs in claim order while their running cost fits, and a costly job is not passed by cheap ones', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { budget: { units: 8, periodMs: 1000 } });
+  await sluice.sendMany(q, [4, 3, 5, 1, 1].map((cost, i) => ({ data: i, cost, runAt: T0 })));
+  const job = await sluice.get(((await claim(sluice, q, 10, T0)).at(-1))!.id);
+  assert.equal(job?.cost, 3);
+
+  // 4 + 3 fit in 8; the 5 does not, and the 1s behind it wait for it.
+  assert.equal((await claim(sluice, q, 10, at(100))).length, 0);
+  assert.equal(await nextStartMs(sluice, q, at(100)), 901, 'the 5 fits once both starts at 0 have left');
+  assert.deepEqual((await claim(sluice, q, 10, at(1001))).map((r) => r.data), [2, 3, 4], '5 + 1 + 1');
+  assert.equal(await nextStartMs(sluice, q, at(1001)), 0, 'no job waits: a start of cost 1 would fit now');
+});
+
+test('a rate and a budget together: each claim starts what both allow', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { rateLimit: { count: 4, periodMs: 1000 }, budget: { units: 10, periodMs: 2000 } });
+  await sluice.sendMany(q, Array.from({ length: 10 }, (_, i) => ({ data: i, cost: 2, runAt: T0 })));
+  assert.equal((await claim(sluice, q, 10, T0)).length, 4, 'the rate binds first: 4 of cost 8');
+  assert.equal((await claim(sluice, q, 10, at(1001))).length, 1, 'then the budget: 2 units left');
+  assert.equal(await nextStartMs(sluice, q, at(1001)), 1000, 'the budget window of the first four ends at 2000');
+});
+
+test('a raised rate takes effect at the next claim; a removed one stops counting; the tick prunes starts past every window', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { rateLimit: { count: 1, periodMs: 60_000 } });
+  await sluice.sendMany(q, Array.from({ length: 6 }, (_, i) => ({ data: i, runAt: T0 })));
+  assert.equal((await claim(sluice, q, 10, T0)).length, 1);
+  await sluice.queues.put(q, { rateLimit: { count: 3, periodMs: 60_000 } });
+  assert.equal((await claim(sluice, q, 10, at(1))).length, 2);
+  await sluice.queues.put(q, {});
+  assert.equal(await nextStartMs(sluice, q, at(2)), null, 'no rate, no budget');
+  assert.equal((await claim(sluice, q, 10, at(2))).length, 3, 'every job left: no rate counts');
+
+  await sluice.queues.put(q, { rateLimit: { count: 3, periodMs: 60_000 } });
+  const starts = async () => (await sluice.pool.query('SELECT count(*)::int AS n FROM sluice.job_start WHERE queue = $1', [q])).rows[0].n;
+  assert.equal(await starts(), 3, 'starts recorded while a rate applied');
+  const later = await makeSluice({ now: () => at(60_001) });
+  await later.runMaintenance();
+  assert.equal(await starts(), 2, 'the start at 0 left the 60 s window; those at 1 ms are in it');
+});
+
+test('policies and sends refuse what a rate or a budget cannot mean', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  const refused = async (policy: object, field: string) =>
+    assert.rejects(sluice.queues.put(q, policy as never), (err: unknown) => err instanceof ValidationError && err.field === field);
+  await refused({ rateLimit: { count: 0, periodMs: 1000 } }, 'rateLimit.count');
+  await refused({ rateLimit: { count: 5 } }, 'rateLimit');
+  await refused({ rateLimit: { count: 5, periodMs: 86_400_001 } }, 'rateLimit.periodMs');
+  await refused({ rateLimit: { count: 5, periodMs: 1000, burst: 2 } }, 'rateLimit.burst');
+  await refused({ budget: { count: 5, periodMs: 1000 } }, 'budget.count');
+  await refused({ budget: 'lots' }, 'budget');
+  await sluice.queues.put(q, { budget: { units: 100, periodMs: 60_000 } });
+  assert.deepEqual((await sluice.queues.get(q))?.budget, { units: 100, periodMs: 60_000 });
+  await assert.rejects(sluice.send(q, {}, { cost: 0 }), (err: unknown) => err instanceof ValidationError && err.field === 'cost');
+  await assert.rejects(sluice.send(q, {}, { cost: 1.5 }), (err: unknown) => err instanceof ValidationError && err.field === 'cost');
+});
