@@ -25,6 +25,7 @@ const sendOptions = {
   priority: { type: 'integer', description: 'higher runs first' },
   maxAttempts: optionalInt(1, 1000),
   cost: { ...optionalInt(1, 2_147_483_647), description: "what the job counts against its queue's budget when it starts (default 1)" },
+  timeoutMs: { ...optionalInt(1, 2_147_483_647), description: 'each attempt may run this long; then it fails as timed out' },
 } as const;
 
 /** `{ count | units, periodMs }`: at most that many starts (or units of cost) in any window of periodMs. */

@@ -27,8 +27,10 @@ CREATE TABLE sluice.job (
   finished_at timestamp with time zone,
   slot integer,
   cost integer DEFAULT 1 NOT NULL,
+  timeout_ms integer,
   CONSTRAINT job_cost_check CHECK (cost > 0),
-  CONSTRAINT job_pkey PRIMARY KEY (id)
+  CONSTRAINT job_pkey PRIMARY KEY (id),
+  CONSTRAINT job_timeout_ms_check CHECK (timeout_ms > 0)
 ) WITH (fillfactor=90, autovacuum_vacuum_threshold=1000, autovacuum_vacuum_scale_factor=0.01, autovacuum_analyze_threshold=1000, autovacuum_analyze_scale_factor=0.02, autovacuum_vacuum_cost_delay=0);
 
 CREATE TABLE sluice.job_archive (
@@ -729,7 +731,7 @@ BEGIN
     DETAIL = json_build_object('queue', p_queue)::text;
 END $function$
 ;
-CREATE OR REPLACE FUNCTION sluice.retry_or_dead(p_ids bigint[], p_tokens uuid[], p_errors jsonb[], p_error jsonb, p_now timestamp with time zone, p_notify boolean, p_wake_all boolean)
+CREATE OR REPLACE FUNCTION sluice.retry_or_dead(p_ids bigint[], p_tokens uuid[], p_errors jsonb[], p_error jsonb, p_now timestamp with time zone, p_notify boolean, p_wake_all boolean, p_discard boolean[] DEFAULT NULL::boolean[], p_snooze_ms integer[] DEFAULT NULL::integer[])
  RETURNS SETOF sluice.job
  LANGUAGE plpgsql
 AS $function$
@@ -738,16 +740,22 @@ DECLARE
 BEGIN
   RETURN QUERY
   WITH input AS (
-    SELECT * FROM unnest(p_ids, p_tokens, p_errors) AS c(id, token, error)
+    SELECT * FROM unnest(p_ids, p_tokens, p_errors, p_discard, p_snooze_ms) AS c(id, token, error, discard, snooze_ms)
   ), failed AS (
     UPDATE "sluice".job j
-    SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'pending' END::"sluice".job_state,
-        run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
+    SET state = CASE WHEN c.snooze_ms IS NOT NULL THEN 'pending'
+                     WHEN c.discard OR j.attempts >= j.max_attempts THEN 'dead'
+                     ELSE 'pending' END::"sluice".job_state,
+        attempts = CASE WHEN c.snooze_ms IS NOT NULL THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
+        run_at = CASE WHEN c.snooze_ms IS NOT NULL THEN v_now + c.snooze_ms * interval '1 millisecond'
+                      WHEN c.discard OR j.attempts >= j.max_attempts THEN j.run_at
                       ELSE v_now + "sluice".backoff_ms(q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter, j.attempts) * interval '1 millisecond'
                  END,
-        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN v_now END,
-        errors = j.errors || jsonb_build_array(coalesce(c.error, p_error) || jsonb_build_object(
-                   'attempt', j.attempts, 'startedAt', j.started_at, 'finishedAt', v_now, 'workerId', j.worker_id)),
+        finished_at = CASE WHEN c.snooze_ms IS NULL AND (c.discard OR j.attempts >= j.max_attempts) THEN v_now END,
+        errors = CASE WHEN c.snooze_ms IS NOT NULL THEN j.errors
+                      ELSE j.errors || jsonb_build_array(coalesce(c.error, p_error) || jsonb_build_object(
+                             'attempt', j.attempts, 'startedAt', j.started_at, 'finishedAt', v_now, 'workerId', j.worker_id))
+                 END,
         lease_token = NULL, lease_expires_at = NULL
     FROM input c, "sluice".queue q
     WHERE j.id = c.id AND (c.token IS NULL OR j.lease_token = c.token) AND j.state::text = 'active' AND q.name = j.queue
@@ -773,7 +781,7 @@ BEGIN
   SELECT f.* FROM failed f, (SELECT count(*) FROM woken) w;
 END $function$
 ;
-CREATE OR REPLACE FUNCTION sluice.send(p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamp with time zone, p_delay_ms double precision, p_priority integer, p_max_attempts integer, p_now timestamp with time zone, p_notify boolean, p_cost integer, OUT id bigint, OUT deduplicated boolean)
+CREATE OR REPLACE FUNCTION sluice.send(p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamp with time zone, p_delay_ms double precision, p_priority integer, p_max_attempts integer, p_now timestamp with time zone, p_notify boolean, p_cost integer, p_timeout_ms integer, OUT id bigint, OUT deduplicated boolean)
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
@@ -788,8 +796,8 @@ BEGIN
   -- Nothing to deduplicate and nothing to admit: one statement. Otherwise (or if the
   -- queue does not exist) no row is inserted and the full path below decides.
   IF p_singleton_key IS NULL THEN
-    INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost)
-    SELECT qu.name, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, qu.max_attempts), v_now, coalesce(p_cost, 1)
+    INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
+    SELECT qu.name, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, qu.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms
     FROM "sluice".queue qu
     WHERE qu.name = p_queue AND qu.max_pending IS NULL AND (qu.max_per_key IS NULL OR p_key IS NULL)
     RETURNING job.id INTO id;
@@ -823,14 +831,14 @@ BEGIN
   END IF;
 
   IF p_singleton_key IS NULL THEN
-    INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost)
-    VALUES (p_queue, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1))
+    INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
+    VALUES (p_queue, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms)
     RETURNING job.id INTO id;
   ELSE
     LOOP
-      INSERT INTO "sluice".job (queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost)
+      INSERT INTO "sluice".job (queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
       VALUES (p_queue, p_data, p_key, p_singleton_key, coalesce(p_priority, 0), v_run_at,
-              coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1))
+              coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms)
       ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active')
       DO NOTHING
       RETURNING job.id INTO id;
@@ -883,14 +891,14 @@ BEGIN
     -- the i-th smallest id is the i-th item.
     RETURN QUERY
     WITH inserted AS (
-      INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost)
+      INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
       SELECT p_queue, coalesce(x.data, 'null'::jsonb), x.key, coalesce(x.priority, 0),
              coalesce(x.run_at, v_now + coalesce(x.delay_ms, 0) * interval '1 millisecond'),
-             coalesce(x.max_attempts, q.max_attempts), v_now, coalesce(x.cost, 1)
+             coalesce(x.max_attempts, q.max_attempts), v_now, coalesce(x.cost, 1), x.timeout_ms
       FROM ROWS FROM (
         jsonb_to_recordset(p_items) AS (data jsonb, key text, run_at timestamptz, delay_ms double precision,
-                                        priority integer, max_attempts integer, cost integer)
-      ) WITH ORDINALITY AS x(data, key, run_at, delay_ms, priority, max_attempts, cost, ord)
+                                        priority integer, max_attempts integer, cost integer, timeout_ms integer)
+      ) WITH ORDINALITY AS x(data, key, run_at, delay_ms, priority, max_attempts, cost, timeout_ms, ord)
       ORDER BY x.ord
       RETURNING job.id
     )
@@ -901,18 +909,18 @@ BEGIN
     SELECT x.*, nextval(pg_get_serial_sequence('sluice.job', 'id')) AS new_id
     FROM ROWS FROM (
       jsonb_to_recordset(p_items) AS (data jsonb, key text, singleton_key text, run_at timestamptz,
-                                      delay_ms double precision, priority integer, max_attempts integer, cost integer)
-    ) WITH ORDINALITY AS x(data, key, singleton_key, run_at, delay_ms, priority, max_attempts, cost, ord)
+                                      delay_ms double precision, priority integer, max_attempts integer, cost integer, timeout_ms integer)
+    ) WITH ORDINALITY AS x(data, key, singleton_key, run_at, delay_ms, priority, max_attempts, cost, timeout_ms, ord)
   ), input AS (
     SELECT n.*,
            CASE WHEN n.singleton_key IS NULL THEN n.new_id
                 ELSE first_value(n.new_id) OVER (PARTITION BY n.singleton_key ORDER BY n.ord) END AS first_id
     FROM numbered n
   ), inserted AS (
-    INSERT INTO "sluice".job (id, queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost)
+    INSERT INTO "sluice".job (id, queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
     SELECT i.new_id, p_queue, coalesce(i.data, 'null'::jsonb), i.key, i.singleton_key, coalesce(i.priority, 0),
            coalesce(i.run_at, v_now + coalesce(i.delay_ms, 0) * interval '1 millisecond'),
-           coalesce(i.max_attempts, q.max_attempts), v_now, coalesce(i.cost, 1)
+           coalesce(i.max_attempts, q.max_attempts), v_now, coalesce(i.cost, 1), i.timeout_ms
     FROM input i WHERE i.first_id = i.new_id ORDER BY i.ord
     ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active')
     DO NOTHING

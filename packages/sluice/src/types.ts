@@ -113,6 +113,8 @@ export interface SendOptions {
   maxAttempts?: number;
   /** What the job counts against its queue's `budget` when it starts. Integer ≥ 1, default 1. */
   cost?: number;
+  /** Each attempt may run this long: then the handler's signal aborts, and the attempt fails as `JobTimeout`. */
+  timeoutMs?: number;
   /** Enqueue on this client, e.g. inside the caller's own transaction (READ COMMITTED). */
   client?: pg.ClientBase;
 }
@@ -152,6 +154,8 @@ export interface Job<T = unknown> {
   maxAttempts: number;
   /** What the job counts against its queue's budget when it starts. */
   cost: number;
+  /** How long each attempt may run, or null. */
+  timeoutMs: number | null;
   leaseExpiresAt: Date | null;
   workerId: string | null;
   result: unknown;
@@ -221,8 +225,10 @@ export interface SluiceEvents {
   completed: [JobIds];
   /** An attempt failed and a retry is scheduled (the job is pending again). */
   failed: [Job];
-  /** A job spent its attempts. */
+  /** A job spent its attempts, or its handler discarded it. */
   dead: [Job];
+  /** A handler snoozed its job: pending again later, its attempt not spent. */
+  snoozed: [Job];
   /** Results fenced out: the jobs' leases were lost before they were written. */
   'lease-lost': [JobIds];
   /** Jobs whose leases ran out, taken back by the sweeper. */

@@ -13,6 +13,7 @@ interface SendRequestBody {
   priority?: number;
   maxAttempts?: number;
   cost?: number;
+  timeoutMs?: number;
 }
 
 function sendOptionsOf(body: SendRequestBody): SendOptions {

@@ -1,39 +1,50 @@
 -- How an attempt that did not complete ends: failed by its handler, or swept when its lease
--- expired. Retried after a backoff while attempts remain, else dead (and dead-lettered).
--- Completions are in claim.sql, written with the worker's next claim.
+-- expired. Retried after a backoff while attempts remain, else dead (and dead-lettered); a
+-- handler may also discard its job (dead at once) or snooze it (pending again, later, its
+-- attempt not spent). Completions are in claim.sql, written with the worker's next claim.
 --
---   retry_or_dead(ids, tokens, errors, error, now, notify, wake_all) → the jobs it changed
+--   retry_or_dead(ids, tokens, errors, error, now, notify, wake_all, discard, snooze_ms)
+--     → the jobs it changed
 
 -- Retry or dead, the one place an attempt that did not complete is decided, for a failure
 -- reported by a worker (fenced here by its lease token) and for a lease that expired
 -- (p_tokens NULL: the sweeper has locked the rows). Each job still active leaves it:
+-- - snoozed (p_snooze_ms[i] given): pending again after that many ms, the attempt given
+--   back, nothing added to its error history;
 -- - attempts left: pending again, due after the queue's backoff (backoff.sql);
--- - attempts spent: dead, finished, and sent to the queue's dead-letter queue as a new
---   job in the same transaction (its id, queue, data, key, attempts and errors);
--- either way its slot is freed (the trigger of slots.sql) and an entry is appended to its
--- error history: the error given (p_errors[i], else p_error) with the attempt, start and
--- end times and the worker. Wakes the dead-letter queues that got a job, and the queues
+-- - attempts spent, or discarded (p_discard[i]): dead, finished, and sent to the queue's
+--   dead-letter queue as a new job in the same transaction (its id, queue, data, key,
+--   attempts and errors);
+-- in every case its slot is freed (the trigger of slots.sql); unless snoozed, an entry is
+-- appended to its error history: the error given (p_errors[i], else p_error) with the
+-- attempt, start and end times and the worker. Wakes the dead-letter queues that got a job, and the queues
 -- jobs left: all of them with p_wake_all (a swept job may be due at once), else only those
 -- whose claimers wait for a slot or a key's room (a retried job is due later).
 CREATE OR REPLACE FUNCTION :SCHEMA.retry_or_dead(
   p_ids bigint[], p_tokens uuid[], p_errors jsonb[], p_error jsonb, p_now timestamptz,
-  p_notify boolean, p_wake_all boolean)
+  p_notify boolean, p_wake_all boolean, p_discard boolean[] DEFAULT NULL, p_snooze_ms integer[] DEFAULT NULL)
 RETURNS SETOF :SCHEMA.job LANGUAGE plpgsql AS $$
 DECLARE
   v_now timestamptz := coalesce(p_now, now());
 BEGIN
   RETURN QUERY
   WITH input AS (
-    SELECT * FROM unnest(p_ids, p_tokens, p_errors) AS c(id, token, error)
+    SELECT * FROM unnest(p_ids, p_tokens, p_errors, p_discard, p_snooze_ms) AS c(id, token, error, discard, snooze_ms)
   ), failed AS (
     UPDATE :SCHEMA.job j
-    SET state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'pending' END:::SCHEMA.job_state,
-        run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at
+    SET state = CASE WHEN c.snooze_ms IS NOT NULL THEN 'pending'
+                     WHEN c.discard OR j.attempts >= j.max_attempts THEN 'dead'
+                     ELSE 'pending' END:::SCHEMA.job_state,
+        attempts = CASE WHEN c.snooze_ms IS NOT NULL THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
+        run_at = CASE WHEN c.snooze_ms IS NOT NULL THEN v_now + c.snooze_ms * interval '1 millisecond'
+                      WHEN c.discard OR j.attempts >= j.max_attempts THEN j.run_at
                       ELSE v_now + :SCHEMA.backoff_ms(q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter, j.attempts) * interval '1 millisecond'
                  END,
-        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN v_now END,
-        errors = j.errors || jsonb_build_array(coalesce(c.error, p_error) || jsonb_build_object(
-                   'attempt', j.attempts, 'startedAt', j.started_at, 'finishedAt', v_now, 'workerId', j.worker_id)),
+        finished_at = CASE WHEN c.snooze_ms IS NULL AND (c.discard OR j.attempts >= j.max_attempts) THEN v_now END,
+        errors = CASE WHEN c.snooze_ms IS NOT NULL THEN j.errors
+                      ELSE j.errors || jsonb_build_array(coalesce(c.error, p_error) || jsonb_build_object(
+                             'attempt', j.attempts, 'startedAt', j.started_at, 'finishedAt', v_now, 'workerId', j.worker_id))
+                 END,
         lease_token = NULL, lease_expires_at = NULL
     FROM input c, :SCHEMA.queue q
     WHERE j.id = c.id AND (c.token IS NULL OR j.lease_token = c.token) AND j.state::text = 'active' AND q.name = j.queue

@@ -2,7 +2,7 @@
 -- table in the transaction that inserts.
 --
 --   send(queue, data, key, singleton key, run_at | delay, priority, max attempts, now, notify,
---        cost) → (id, deduplicated)
+--        cost, timeout_ms) → (id, deduplicated)
 --   send_many(queue, items jsonb, now, notify) → (ord, id, deduplicated) per item
 --
 -- Guarantees:
@@ -91,7 +91,8 @@ END $$;
 CREATE OR REPLACE FUNCTION :SCHEMA.send(
   p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamptz,
   p_delay_ms double precision, p_priority integer, p_max_attempts integer,
-  p_now timestamptz, p_notify boolean, p_cost integer, OUT id bigint, OUT deduplicated boolean)
+  p_now timestamptz, p_notify boolean, p_cost integer, p_timeout_ms integer,
+  OUT id bigint, OUT deduplicated boolean)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -104,8 +105,8 @@ BEGIN
   -- Nothing to deduplicate and nothing to admit: one statement. Otherwise (or if the
   -- queue does not exist) no row is inserted and the full path below decides.
   IF p_singleton_key IS NULL THEN
-    INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at, cost)
-    SELECT qu.name, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, qu.max_attempts), v_now, coalesce(p_cost, 1)
+    INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
+    SELECT qu.name, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, qu.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms
     FROM :SCHEMA.queue qu
     WHERE qu.name = p_queue AND qu.max_pending IS NULL AND (qu.max_per_key IS NULL OR p_key IS NULL)
     RETURNING job.id INTO id;
@@ -139,14 +140,14 @@ BEGIN
   END IF;
 
   IF p_singleton_key IS NULL THEN
-    INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at, cost)
-    VALUES (p_queue, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1))
+    INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
+    VALUES (p_queue, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms)
     RETURNING job.id INTO id;
   ELSE
     LOOP
-      INSERT INTO :SCHEMA.job (queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost)
+      INSERT INTO :SCHEMA.job (queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
       VALUES (p_queue, p_data, p_key, p_singleton_key, coalesce(p_priority, 0), v_run_at,
-              coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1))
+              coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms)
       ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active')
       DO NOTHING
       RETURNING job.id INTO id;
@@ -200,14 +201,14 @@ BEGIN
     -- the i-th smallest id is the i-th item.
     RETURN QUERY
     WITH inserted AS (
-      INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at, cost)
+      INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
       SELECT p_queue, coalesce(x.data, 'null'::jsonb), x.key, coalesce(x.priority, 0),
              coalesce(x.run_at, v_now + coalesce(x.delay_ms, 0) * interval '1 millisecond'),
-             coalesce(x.max_attempts, q.max_attempts), v_now, coalesce(x.cost, 1)
+             coalesce(x.max_attempts, q.max_attempts), v_now, coalesce(x.cost, 1), x.timeout_ms
       FROM ROWS FROM (
         jsonb_to_recordset(p_items) AS (data jsonb, key text, run_at timestamptz, delay_ms double precision,
-                                        priority integer, max_attempts integer, cost integer)
-      ) WITH ORDINALITY AS x(data, key, run_at, delay_ms, priority, max_attempts, cost, ord)
+                                        priority integer, max_attempts integer, cost integer, timeout_ms integer)
+      ) WITH ORDINALITY AS x(data, key, run_at, delay_ms, priority, max_attempts, cost, timeout_ms, ord)
       ORDER BY x.ord
       RETURNING job.id
     )
@@ -218,18 +219,18 @@ BEGIN
     SELECT x.*, nextval(pg_get_serial_sequence(':SCHEMA_NAME.job', 'id')) AS new_id
     FROM ROWS FROM (
       jsonb_to_recordset(p_items) AS (data jsonb, key text, singleton_key text, run_at timestamptz,
-                                      delay_ms double precision, priority integer, max_attempts integer, cost integer)
-    ) WITH ORDINALITY AS x(data, key, singleton_key, run_at, delay_ms, priority, max_attempts, cost, ord)
+                                      delay_ms double precision, priority integer, max_attempts integer, cost integer, timeout_ms integer)
+    ) WITH ORDINALITY AS x(data, key, singleton_key, run_at, delay_ms, priority, max_attempts, cost, timeout_ms, ord)
   ), input AS (
     SELECT n.*,
            CASE WHEN n.singleton_key IS NULL THEN n.new_id
                 ELSE first_value(n.new_id) OVER (PARTITION BY n.singleton_key ORDER BY n.ord) END AS first_id
     FROM numbered n
   ), inserted AS (
-    INSERT INTO :SCHEMA.job (id, queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost)
+    INSERT INTO :SCHEMA.job (id, queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
     SELECT i.new_id, p_queue, coalesce(i.data, 'null'::jsonb), i.key, i.singleton_key, coalesce(i.priority, 0),
            coalesce(i.run_at, v_now + coalesce(i.delay_ms, 0) * interval '1 millisecond'),
-           coalesce(i.max_attempts, q.max_attempts), v_now, coalesce(i.cost, 1)
+           coalesce(i.max_attempts, q.max_attempts), v_now, coalesce(i.cost, 1), i.timeout_ms
     FROM input i WHERE i.first_id = i.new_id ORDER BY i.ord
     ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active')
     DO NOTHING

@@ -2,7 +2,7 @@
 -- Admission and claim logic lives in sql/functions/send.sql and claim.sql.
 
 -- name: JobSend
-SELECT id, deduplicated FROM :SCHEMA.send($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+SELECT id, deduplicated FROM :SCHEMA.send($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
 
 -- name: JobSendMany
 SELECT ord, id, deduplicated FROM :SCHEMA.send_many($1, $2, $3, $4);

@@ -31,8 +31,10 @@ SELECT d.id, d.queue FROM done d, (SELECT count(*) FROM woken) w;
 
 -- name: JobFailMany
 -- Failures reported by workers, fenced by their lease tokens: retried or dead (retry_or_dead,
--- sql/functions/retry.sql), each with its error appended to the job's history.
-SELECT * FROM :SCHEMA.retry_or_dead($1::bigint[], $2::uuid[], $3::jsonb[], NULL, $4::timestamptz, $5::boolean, false);
+-- sql/functions/retry.sql), each with its error appended to the job's history; $6 discards
+-- (dead at once), $7 snoozes (ms; pending again without spending the attempt).
+SELECT * FROM :SCHEMA.retry_or_dead($1::bigint[], $2::uuid[], $3::jsonb[], NULL, $4::timestamptz, $5::boolean, false,
+                                    $6::boolean[], $7::integer[]);
 
 -- name: JobRelease
 -- Give a job back at shutdown without counting the interrupted attempt.

@@ -8,7 +8,7 @@ export function reportDead(logger: Logger, emit: Emit, job: Job): void {
   const last = job.errors[job.errors.length - 1];
   logger.error(
     { queue: job.queue, jobId: job.id, attempts: job.attempts, lastError: last?.message ?? null },
-    'sluice: job is dead (attempts spent)',
+    last?.name === 'Discard' ? 'sluice: job is dead (discarded by its handler)' : 'sluice: job is dead (attempts spent)',
   );
   emit('dead', job);
 }

@@ -21,7 +21,7 @@ export interface JobsConfig {
   waker: Waker;
 }
 
-const MANY_ITEM_FIELDS = new Set(['data', 'key', 'singletonKey', 'runAt', 'delayMs', 'priority', 'maxAttempts', 'cost']);
+const MANY_ITEM_FIELDS = new Set(['data', 'key', 'singletonKey', 'runAt', 'delayMs', 'priority', 'maxAttempts', 'cost', 'timeoutMs']);
 const MAX_BATCH = 10_000;
 /**
  * Retry-After of a send whose count failed. The queue's own `retryAfterSeconds` is in the
@@ -60,7 +60,7 @@ export class Jobs {
       try {
         [row] = await this.db.run(
           'JobSend',
-          [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), this.config.notify && inside, o.cost],
+          [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), this.config.notify && inside, o.cost, o.timeoutMs],
           client as Queryable | undefined,
         );
       } finally {
@@ -111,6 +111,7 @@ export class Jobs {
       if (o.priority !== null) row += `,"priority":${o.priority}`;
       if (o.maxAttempts !== null) row += `,"max_attempts":${o.maxAttempts}`;
       if (o.cost !== null) row += `,"cost":${o.cost}`;
+      if (o.timeoutMs !== null) row += `,"timeout_ms":${o.timeoutMs}`;
       return `${row}}`;
     });
     let result;
@@ -164,7 +165,7 @@ export class Jobs {
     }
     const record = { message: storableText(error.message, 4000), name: error.name, stack: error.stack === undefined ? undefined : storableText(error.stack, 8000) };
     await this.ready();
-    const rows = await this.db.run('JobFailMany', [[jobId], [token], [JSON.stringify(record)], this.config.now(), this.config.notify]);
+    const rows = await this.db.run('JobFailMany', [[jobId], [token], [JSON.stringify(record)], this.config.now(), this.config.notify, [false], [null]]);
     if (rows.length === 0) throw new LeaseLostError(jobId);
     return toJob(rows[0]);
   }

@@ -14,6 +14,7 @@ export function toJob<T = unknown>(r: any): Job<T> {
     attempts: r.attempts,
     maxAttempts: r.max_attempts,
     cost: r.cost ?? 1,
+    timeoutMs: r.timeout_ms ?? null,
     leaseExpiresAt: r.lease_expires_at,
     workerId: r.worker_id,
     result: r.result,

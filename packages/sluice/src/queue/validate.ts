@@ -161,7 +161,7 @@ function validateWindow(value: unknown, field: string, amountField: 'count' | 'u
   return { amount, periodMs };
 }
 
-const SEND_FIELDS = new Set(['key', 'singletonKey', 'runAt', 'delayMs', 'priority', 'maxAttempts', 'cost', 'client']);
+const SEND_FIELDS = new Set(['key', 'singletonKey', 'runAt', 'delayMs', 'priority', 'maxAttempts', 'cost', 'timeoutMs', 'client']);
 
 export interface CheckedSendOptions {
   key: string | null;
@@ -171,6 +171,7 @@ export interface CheckedSendOptions {
   priority: number | null;
   maxAttempts: number | null;
   cost: number | null;
+  timeoutMs: number | null;
 }
 
 export function validateSendOptions(opts: Omit<SendOptions, 'client'> | undefined, allowed = SEND_FIELDS): CheckedSendOptions {
@@ -200,6 +201,7 @@ export function validateSendOptions(opts: Omit<SendOptions, 'client'> | undefine
     priority: validateInt(o.priority, 'priority', { min: -MAX_INT - 1 }),
     maxAttempts: validateInt(o.maxAttempts, 'maxAttempts', { min: 1, max: 1000 }),
     cost: validateInt(o.cost, 'cost', { min: 1, max: MAX_INT }),
+    timeoutMs: validateInt(o.timeoutMs, 'timeoutMs', { min: 1, max: MAX_INT }),
   };
 }
 

@@ -50,11 +50,16 @@ export interface Failure {
   id: string;
   token: string;
   error: { message: string; name?: string; stack?: string };
+  /** Dead at once, whatever attempts are left. */
+  discard?: boolean;
+  /** Pending again after this long, the attempt given back (the error is not recorded). */
+  snoozeMs?: number;
 }
 
 export interface CompleterEvents {
   completed(ids: string[]): void;
-  failed(jobs: Job[]): void;
+  /** Failures, discards and snoozes written: the jobs as they are now, and which were snoozed. */
+  failed(jobs: Job[], snoozed: Set<string>): void;
   lost(ids: string[]): void;
   /** Moves written: `moved` are the ids that now hold their slot. */
   moved(moves: Move[], moved: Set<string>): void;
@@ -259,9 +264,11 @@ export class Completer {
       batch.map((f) => JSON.stringify(f.error)),
       this.config.now(),
       this.config.notify,
+      batch.map((f) => f.discard ?? false),
+      batch.map((f) => f.snoozeMs ?? null),
     ]);
     const jobs = rows.map((r) => toJob(r));
-    if (jobs.length) this.events.failed(jobs);
+    if (jobs.length) this.events.failed(jobs, new Set(batch.filter((f) => f.snoozeMs !== undefined).map((f) => f.id)));
     const written = new Set(jobs.map((j) => j.id));
     const lost = batch.filter((f) => !written.has(f.id)).map((f) => f.id);
     if (lost.length) this.events.lost(lost);

@@ -32,15 +32,18 @@
  *   meanwhile, so its key's room stays taken while its code may still run.
  *
  * Each job runs with an AbortSignal that fires when its lease is lost (run out locally, or
- * a heartbeat found the token gone) or when a stop times out.
+ * a heartbeat found the token gone), when its `timeoutMs` runs out (the attempt then fails
+ * as `JobTimeout`, whatever the handler returns), or when a stop times out. A handler may
+ * throw `Discard` (dead at once) or `Snooze` (waiting again, the attempt not spent).
  */
 import type { Db } from '../db/db.js';
 import { LeaseLostError } from '../errors.js';
 import { toJob } from '../queue/rows.js';
 import { serializePayload, storableText, validateInt } from '../queue/validate.js';
 import type { Job, Logger } from '../types.js';
-import type { Completer, Move } from './completer.js';
+import type { Completer, Failure, Move } from './completer.js';
 import { JobAbort, LeaseGroup, extendLease, leaseDeadline, releaseLease, type Leased } from './lease.js';
+import { Discard, JobTimeout, Snooze } from './outcomes.js';
 
 export interface JobContext<T = unknown> {
   job: Job<T>;
@@ -93,6 +96,10 @@ interface Running extends Leased {
   at: number;
   /** Its move failed: the attempt is failed as SlotLost once the handler has returned. */
   slotLost: boolean;
+  /** The job's own time limit, while it runs. */
+  timeout: NodeJS.Timeout | null;
+  /** Its `timeoutMs` ran out: the attempt fails as JobTimeout once the handler has returned. */
+  timedOut: JobTimeout | null;
 }
 
 const SLOT_LOST = { name: 'SlotLost', message: 'started in a cap slot that could not be kept (the job that held it had lost its lease)' };
@@ -279,7 +286,16 @@ export class Executor {
       claimGroup: null,
       at: -1,
       slotLost: false,
+      timeout: null,
+      timedOut: null,
     };
+    const timeoutMs = job.timeoutMs;
+    if (timeoutMs !== null) {
+      entry.timeout = setTimeout(() => {
+        entry.timedOut = new JobTimeout(job.id, timeoutMs);
+        entry.abort.abort(entry.timedOut);
+      }, timeoutMs);
+    }
     if (slotDeadline < group.deadline) {
       extendLease(entry, slotDeadline - performance.now());
       entry.claimGroup = group;
@@ -310,6 +326,7 @@ export class Executor {
     const started = performance.now();
     try {
       const value = await this.deps.handler(job, ctx);
+      if (entry.timedOut) throw entry.timedOut;
       if (!entry.released) {
         let result: string;
         try {
@@ -321,8 +338,9 @@ export class Executor {
         completer.complete(entry.slotted ? { id: job.id, token, result, slotDeadline: leaseDeadline(entry) } : { id: job.id, token, result });
       }
     } catch (err) {
-      if (!entry.released) completer.fail({ id: job.id, token, error: errorRecord(err) });
+      if (!entry.released) completer.fail(failureOf(job.id, token, entry.timedOut ?? err));
     } finally {
+      if (entry.timeout) clearTimeout(entry.timeout);
       if (entry.slotLost) completer.fail({ id: job.id, token, error: SLOT_LOST });
       const ms = performance.now() - started;
       this.handlerMs = Number.isNaN(this.handlerMs) ? ms : this.handlerMs + EWMA_WEIGHT * (ms - this.handlerMs);
@@ -371,6 +389,14 @@ export class Executor {
     }
     return Promise.all([...leftovers.map((e) => this.release(e.job.id, e.token)), ...this.givingBack]).then(() => undefined);
   }
+}
+
+/** What a handler's throw makes of its attempt: failed, discarded or snoozed. */
+function failureOf(id: string, token: string, err: unknown): Failure {
+  const failure: Failure = { id, token, error: errorRecord(err) };
+  if (err instanceof Discard) failure.discard = true;
+  else if (err instanceof Snooze) failure.snoozeMs = err.delayMs;
+  return failure;
 }
 
 function errorRecord(err: unknown): { message: string; name?: string; stack?: string } {

@@ -83,7 +83,7 @@ export class Worker {
     this.completer = new Completer(db, { notify, now, queue }, {
       completed: (ids) => emit('completed', { queue, ids }),
       moved: (moves, moved) => this.executor.moved(moves, moved),
-      failed: (jobs) => this.failed(jobs),
+      failed: (jobs, snoozed) => this.failed(jobs, snoozed),
       lost: (ids) => {
         logger.warn({ queue, jobIds: ids }, 'sluice: results fenced out (lease lost before they were written)');
         emit('lease-lost', { queue, ids });
@@ -157,12 +157,13 @@ export class Worker {
     if (this.state === 'running') this.claimLoop.wakeWhenDue(jobs);
   }
 
-  private failed(jobs: Job[]): void {
+  private failed(jobs: Job[], snoozed: Set<string>): void {
     for (const job of jobs) {
       if (job.state === 'dead') reportDead(this.deps.logger, this.deps.emit, job);
+      else if (snoozed.has(job.id)) this.deps.emit('snoozed', job);
       else this.deps.emit('failed', job);
     }
-    this.wakeWhenDue(jobs);
+    this.wakeWhenDue(jobs.filter((j) => !snoozed.has(j.id)));
   }
 
   /**

@@ -1,6 +1,7 @@
--- Admission by rate and by budget: a queue may bound the jobs it starts, and the units
--- they cost, in every window of a given length (sql/functions/rate.sql). Each start of
--- such a queue is a row of job_start, kept for the longest window and pruned by the tick.
+-- Admission by rate and by budget, and what a handler controls of its own job.
+-- A queue may bound the jobs it starts, and the units they cost, in every window of a given
+-- length (sql/functions/rate.sql). Each start of such a queue is a row of job_start, kept
+-- for the longest window and pruned by the tick.
 ALTER TABLE :SCHEMA.queue
   ADD COLUMN rate_count integer CHECK (rate_count > 0),
   ADD COLUMN rate_period_ms integer CHECK (rate_period_ms > 0),
@@ -22,3 +23,9 @@ CREATE INDEX job_start_window ON :SCHEMA.job_start (queue, started_at);
 
 -- send takes the job's cost.
 DROP FUNCTION IF EXISTS :SCHEMA.send(text, jsonb, text, text, timestamptz, double precision, integer, integer, timestamptz, boolean);
+
+-- retry_or_dead takes discards and snoozes.
+DROP FUNCTION IF EXISTS :SCHEMA.retry_or_dead(bigint[], uuid[], jsonb[], jsonb, timestamptz, boolean, boolean);
+
+-- A job's own time limit: its handler's signal aborts after this long, and the attempt fails.
+ALTER TABLE :SCHEMA.job ADD COLUMN timeout_ms integer CHECK (timeout_ms > 0);
