@@ -14,9 +14,25 @@ export interface QueueLimits {
   retryBaseMs: number;
 }
 
+/**
+ * The model provider's limits, enforced on the generation queue across every process: a
+ * rate of generations and a budget of tokens, per minute. A generation counts
+ * `tokensPerGeneration` against the budget when it starts.
+ */
+export interface ModelLimits {
+  /** Generations started per minute at most (each makes one or a few model requests); null: no limit. */
+  generationsPerMinute: number | null;
+  /** Model tokens per minute at most; null: no limit. */
+  tokensPerMinute: number | null;
+  /** What one generation is counted as against `tokensPerMinute`. */
+  tokensPerGeneration: number;
+}
+
 export interface MissionsConfig {
   /** Model work: the cap is about the model's budget. */
   generation: QueueLimits;
+  /** The provider's rate and token limits, on the generation queue. */
+  model: ModelLimits;
   /** Proofs run test suites on this host: CPU work, capped by its cores by default. */
   proving: QueueLimits;
   /** Gradings run test suites too: capped by the host's cores by default. */
@@ -50,6 +66,7 @@ export const HOST_CORES = availableParallelism();
 
 export const DEFAULT_CONFIG: MissionsConfig = {
   generation: { concurrency: 40, perUserLimit: 3, maxPending: 200, maxAttempts: 5, retryBaseMs: 2_000 },
+  model: { generationsPerMinute: null, tokensPerMinute: null, tokensPerGeneration: 8_000 },
   // A proof is a job of its own once generation is done; a user's proofs are bounded by their generations.
   proving: { concurrency: HOST_CORES, perUserLimit: 1_000, maxPending: 1_000, maxAttempts: 5, retryBaseMs: 2_000 },
   grading: { concurrency: HOST_CORES, perUserLimit: 3, maxPending: 500, maxAttempts: 3, retryBaseMs: 2_000 },
@@ -62,8 +79,9 @@ export const DEFAULT_CONFIG: MissionsConfig = {
   refillCron: '*/5 * * * *',
 };
 
-export type MissionsConfigInput = Partial<Omit<MissionsConfig, 'generation' | 'proving' | 'grading'>> & {
+export type MissionsConfigInput = Partial<Omit<MissionsConfig, 'generation' | 'model' | 'proving' | 'grading'>> & {
   generation?: Partial<QueueLimits>;
+  model?: Partial<ModelLimits>;
   proving?: Partial<QueueLimits>;
   grading?: Partial<QueueLimits>;
 };
@@ -73,6 +91,7 @@ export function resolveConfig(input: MissionsConfigInput = {}): MissionsConfig {
     ...DEFAULT_CONFIG,
     ...input,
     generation: { ...DEFAULT_CONFIG.generation, ...input.generation },
+    model: { ...DEFAULT_CONFIG.model, ...input.model },
     proving: { ...DEFAULT_CONFIG.proving, ...input.proving },
     grading: { ...DEFAULT_CONFIG.grading, ...input.grading },
   };

@@ -6,7 +6,7 @@
 export { Missions, type MissionsOptions, type PlatformStatus } from './missions.js';
 export { missionsExtension, missionsPlugin, loadPlatformSettings, PLATFORM_USAGE, type MissionsExtension, type PlatformSettings } from './platform.js';
 export { probeSandbox } from './sandbox-probe.js';
-export { DEFAULT_CONFIG, GENERATION_QUEUE, PROVING_QUEUE, HOST_CORES, GRADING_QUEUE, GRADING_DEAD_QUEUE, REFILL_QUEUE, REFILL_SCHEDULE, resolveConfig, type MissionsConfig, type MissionsConfigInput, type QueueLimits } from './config.js';
+export { DEFAULT_CONFIG, GENERATION_QUEUE, PROVING_QUEUE, HOST_CORES, GRADING_QUEUE, GRADING_DEAD_QUEUE, REFILL_QUEUE, REFILL_SCHEDULE, resolveConfig, type MissionsConfig, type MissionsConfigInput, type QueueLimits, type ModelLimits } from './config.js';
 export { DomainMap, DEFAULT_DOMAIN_MAP_PATH, type DomainMapFile } from './domain-map.js';
 export { OfflineGenerator, seededRandom, render, type Generator, type GenerationRequest, type GeneratedChallenge, type OfflineGeneratorOptions } from './generator.js';
 export { CATALOG, catalogDomains, type CatalogEntry } from './catalog/index.js';

@@ -91,7 +91,12 @@ export class Missions {
   /** Creates or upgrades the `missions` schema and puts both queues' policies. Sluice must be migrated. */
   async setup(): Promise<void> {
     await migrate(this.pool);
-    await this.sluice.queues.put(GENERATION_QUEUE, policyOf(this.config.generation));
+    const { generationsPerMinute, tokensPerMinute } = this.config.model;
+    await this.sluice.queues.put(GENERATION_QUEUE, {
+      ...policyOf(this.config.generation),
+      rateLimit: generationsPerMinute === null ? null : { count: generationsPerMinute, periodMs: 60_000 },
+      budget: tokensPerMinute === null ? null : { units: tokensPerMinute, periodMs: 60_000 },
+    });
     await this.sluice.queues.put(PROVING_QUEUE, policyOf(this.config.proving));
     // A grading job that dies is sent here (by Sluice, in the transaction that kills it,
     // whichever process or sweep does), and its submission is marked `error`.
@@ -203,7 +208,7 @@ export class Missions {
 
   async enqueueGeneration(job: GenerationJob): Promise<string> {
     if (!this.domainMap.domains().includes(job.domain)) throw new MissionsError('unknown_domain', `unknown domain "${job.domain}"`);
-    const { id } = await this.sluice.send(GENERATION_QUEUE, job, job.userId ? { key: job.userId } : {});
+    const { id } = await this.sluice.send(GENERATION_QUEUE, job, { ...(job.userId ? { key: job.userId } : {}), cost: this.config.model.tokensPerGeneration });
     return id;
   }
 
@@ -224,6 +229,7 @@ export class Missions {
       Array.from({ length: Math.max(0, this.config.refillTargetPerDomain - (stock.get(domain) ?? 0)) }, (_, slot) => ({
         data: { domain } satisfies GenerationJob,
         singletonKey: `refill:${domain}:${slot}`,
+        cost: this.config.model.tokensPerGeneration,
       })),
     );
     const enqueued: Record<string, number> = {};

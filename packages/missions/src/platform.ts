@@ -8,7 +8,7 @@
 import { LlmSaboteur, type EngineOptions } from '@sluice/proof';
 import { ConfigError, type AppPlugin, type ServerExtension } from '@sluice/server';
 import { CATALOG } from './catalog/index.js';
-import { HOST_CORES, type MissionsConfigInput } from './config.js';
+import { HOST_CORES, type MissionsConfigInput, type ModelLimits } from './config.js';
 import { DomainMap } from './domain-map.js';
 import { OfflineGenerator, type Generator } from './generator.js';
 import { LlmGenerator } from './llm-generator.js';
@@ -28,6 +28,8 @@ export interface PlatformSettings {
   /** Proof and grading jobs at once across the cluster; default the host's cores. */
   proofConcurrency: number;
   gradingConcurrency: number;
+  /** The model provider's limits, on the generation queue. */
+  model: ModelLimits;
   /** The database proofs of SQL missions create their disposable databases on; default the server's. */
   proofAdminUrl: string | undefined;
   env: NodeJS.ProcessEnv;
@@ -42,6 +44,9 @@ Missions platform (environment):
   SLUICE_MISSIONS_DOMAIN_MAP            role → domains JSON file (default packages/missions/config/domain-map.json)
   SLUICE_MISSIONS_PROOF_CONCURRENCY     proofs running at once, each a test suite (default: the host's cores)
   SLUICE_MISSIONS_GRADING_CONCURRENCY   gradings running at once (default: the host's cores)
+  SLUICE_MISSIONS_GENERATIONS_PER_MINUTE   generations started per minute at most, across processes (default: no limit)
+  SLUICE_MISSIONS_MODEL_TOKENS_PER_MINUTE  the model's tokens per minute, a budget across processes (default: no limit)
+  SLUICE_MISSIONS_TOKENS_PER_GENERATION    what one generation counts against that budget (default 8000)
   SLUICE_LLM_API_KEY, SLUICE_LLM_BASE_URL, SLUICE_LLM_MODEL   generate with an OpenAI-compatible API
   SLUICE_PROOF_ALLOW_UNSANDBOXED=1      run untrusted code without bubblewrap (only on purpose)
 `;
@@ -56,6 +61,10 @@ function positive(value: string | undefined, name: string, fallback: number): nu
   const n = integer(value, name, fallback);
   if (n < 1) throw new ConfigError(`${name} must be at least 1, got "${value}"`);
   return n;
+}
+
+function optionalPositive(value: string | undefined, name: string): number | null {
+  return value === undefined || value === '' ? null : positive(value, name, 1);
 }
 
 function flag(value: string | undefined, name: string): boolean {
@@ -75,6 +84,11 @@ export function loadPlatformSettings(env: NodeJS.ProcessEnv): PlatformSettings {
     domainMapPath: env.SLUICE_MISSIONS_DOMAIN_MAP || undefined,
     proofConcurrency: positive(env.SLUICE_MISSIONS_PROOF_CONCURRENCY, 'SLUICE_MISSIONS_PROOF_CONCURRENCY', HOST_CORES),
     gradingConcurrency: positive(env.SLUICE_MISSIONS_GRADING_CONCURRENCY, 'SLUICE_MISSIONS_GRADING_CONCURRENCY', HOST_CORES),
+    model: {
+      generationsPerMinute: optionalPositive(env.SLUICE_MISSIONS_GENERATIONS_PER_MINUTE, 'SLUICE_MISSIONS_GENERATIONS_PER_MINUTE'),
+      tokensPerMinute: optionalPositive(env.SLUICE_MISSIONS_MODEL_TOKENS_PER_MINUTE, 'SLUICE_MISSIONS_MODEL_TOKENS_PER_MINUTE'),
+      tokensPerGeneration: positive(env.SLUICE_MISSIONS_TOKENS_PER_GENERATION, 'SLUICE_MISSIONS_TOKENS_PER_GENERATION', 8_000),
+    },
     proofAdminUrl: env.SLUICE_PROOF_ADMIN_URL || undefined,
     env,
   };
@@ -122,6 +136,7 @@ export function missionsExtension(settings: PlatformSettings, overrides: { gener
           refillCron: settings.refillCron,
           proving: { concurrency: settings.proofConcurrency },
           grading: { concurrency: settings.gradingConcurrency },
+          model: settings.model,
           ...overrides.config,
         },
       });
@@ -147,10 +162,12 @@ export function missionsExtension(settings: PlatformSettings, overrides: { gener
 }
 
 function describe(missions: Missions, sandbox: SandboxStatus, settings: PlatformSettings): string[] {
-  const { generation, proving, grading } = missions.config;
+  const { generation, proving, grading, model } = missions.config;
   const lines = [
     `missions: generator ${missions.generator.kind}${missions.generator.kind === 'offline' ? ` (${settings.generationDelayMs} ms per generation)` : ''}; ` +
-      `queue missions.generate: cap ${generation.concurrency}, ${generation.perUserLimit} per user, shed at ${generation.maxPending} pending`,
+      `queue missions.generate: cap ${generation.concurrency}, ${generation.perUserLimit} per user, shed at ${generation.maxPending} pending` +
+      (model.generationsPerMinute === null ? '' : `, ${model.generationsPerMinute} generations a minute`) +
+      (model.tokensPerMinute === null ? '' : `, ${model.tokensPerMinute} model tokens a minute (${model.tokensPerGeneration} per generation)`),
     `missions: test suites on this host (${HOST_CORES} cores): missions.prove cap ${proving.concurrency}, missions.grade cap ${grading.concurrency}`,
     `missions: ${settings.autoApprove ? 'proven missions are served at once (auto-approve)' : 'proven missions wait for QA review on the dashboard (Missions → QA)'}; ` +
       `refill ${settings.refillCron ? `"${settings.refillCron}" to ${settings.refillTargetPerDomain} per domain` : 'off'}`,
