@@ -23,6 +23,8 @@ export interface GeneratedChallenge {
   brief: string;
   gold: SourceFiles;
   tests: SourceFiles;
+  /** Model tokens the generation used, when the model said: what it counts against the token budget. */
+  tokensUsed?: number;
 }
 
 export interface Generator {

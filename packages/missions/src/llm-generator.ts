@@ -45,8 +45,9 @@ export class LlmGenerator implements Generator {
 
   async generate(request: GenerationRequest, signal?: AbortSignal): Promise<GeneratedChallenge> {
     const language = this.languages[Math.floor(seededRandom(request.seed)() * this.languages.length)]!;
-    const reply = await this.client.complete(buildGenerationPrompt(request.domain, language), { json: true, signal });
-    return parseGenerationReply(reply, request.domain, language);
+    const reply = await this.client.completion(buildGenerationPrompt(request.domain, language), { json: true, signal });
+    const challenge = parseGenerationReply(reply.content, request.domain, language);
+    return reply.totalTokens === null ? challenge : { ...challenge, tokensUsed: reply.totalTokens };
   }
 }
 

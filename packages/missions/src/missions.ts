@@ -116,8 +116,8 @@ export class Missions {
     if (refill) this.workers.push(this.sluice.work(REFILL_QUEUE, { concurrency: 1 }, () => this.refill()));
     if (generation) {
       this.workers.push(
-        this.sluice.work(GENERATION_QUEUE, { concurrency: this.config.generation.concurrency }, (job, { signal }) =>
-          this.track(this.generationSemaphore.run(() => this.runGeneration(job as Job<GenerationJob>, signal))),
+        this.sluice.work(GENERATION_QUEUE, { concurrency: this.config.generation.concurrency }, (job, { signal, reportCost }) =>
+          this.track(this.generationSemaphore.run(() => this.runGeneration(job as Job<GenerationJob>, signal, reportCost))),
         ),
       );
     }
@@ -282,9 +282,11 @@ export class Missions {
    * One generation job: model work only. The challenge goes to a proof job on the
    * proving queue (one per generation job: a retry finds the one already sent).
    */
-  private async runGeneration(job: Job<GenerationJob>, signal: AbortSignal): Promise<{ proofJobId: string }> {
+  private async runGeneration(job: Job<GenerationJob>, signal: AbortSignal, reportCost: (units: number) => Promise<void>): Promise<{ proofJobId: string }> {
     const seed = (job.data.seed ?? seedOf(job.id)) + (job.attempts - 1);
-    const challenge = await this.generator.generate({ domain: job.data.domain, seed }, signal);
+    const { tokensUsed, ...challenge } = await this.generator.generate({ domain: job.data.domain, seed }, signal);
+    // The token budget counts what the model says it used, not the estimate the job was sent with.
+    if (tokensUsed !== undefined) await reportCost(tokensUsed);
     const proof: ProofJob = { generationJobId: job.id, seed, challenge };
     const { id } = await this.sluice.send(PROVING_QUEUE, proof, { singletonKey: `generation:${job.id}`, ...(job.data.userId ? { key: job.data.userId } : {}) });
     return { proofJobId: id };

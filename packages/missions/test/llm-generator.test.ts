@@ -34,14 +34,14 @@ before(async () => {
     seen.push({ authorization: req.headers.authorization, model: request.model, system: request.messages[0].content });
     res.setHeader('content-type', 'application/json');
     const content = typeof nextReply === 'string' ? nextReply : JSON.stringify(nextReply);
-    res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content } }] }));
+    res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content } }], usage: { prompt_tokens: 1000, completion_tokens: 234, total_tokens: 1234 } }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
   h = await harness({
     generator: new LlmGenerator({ client: { baseUrl, apiKey: 'sk-test-key', model: 'fake-model', maxRetries: 0 }, languages: ['python'] }),
     engine: engine('sluice_missions_t_llm'),
-    config: { autoApprove: true, generation: { maxAttempts: 1 } },
+    config: { autoApprove: true, generation: { maxAttempts: 1 }, model: { tokensPerMinute: 1_000_000, tokensPerGeneration: 5_000 } },
   });
   h.missions.startWorkers({ grading: false, refill: false });
 });
@@ -69,6 +69,11 @@ test('a model-written challenge is proven and, with auto-approval, served', asyn
   assert.match(seen[0]?.system ?? '', /Domain: marketing\. Language: python/);
   const served = await h.missions.serve({ userId: 'llm-user', role: 'marketing-analyst' });
   assert.equal(served?.missionId, mission.id);
+  // Sent as an estimate of 5,000 tokens; the budget counts what the model said it used.
+  const generation = await h.sluice.get(progress.generationJobId);
+  assert.equal(generation?.cost, 1234);
+  const counted = await h.sluice.pool.query('SELECT units FROM sluice.job_start WHERE job_id = $1', [progress.generationJobId]);
+  assert.deepEqual(counted.rows.map((r) => r.units), [1234]);
 });
 
 test('an unusable reply fails the job and stores nothing', async () => {

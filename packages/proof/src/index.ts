@@ -9,7 +9,7 @@ export { prove, judge } from './prove.js';
 export { sabotage, type SabotageOptions, type SabotageResult, type SabotageAttempt } from './sabotage/sabotage.js';
 export type { Saboteur, SabotageCandidate, RejectedAttempt } from './sabotage/saboteur.js';
 export { LlmSaboteur, buildPrompt, parseReply } from './sabotage/llm-saboteur.js';
-export { ChatClient, type ChatClientOptions, type ChatMessage } from './sabotage/chat-client.js';
+export { ChatClient, type ChatClientOptions, type ChatMessage, type ChatCompletion } from './sabotage/chat-client.js';
 export { MutationSaboteur, type MutationSaboteurOptions } from './sabotage/mutation/mutation-saboteur.js';
 export { sweepStale, DEFAULT_STALE_AFTER_MS, type SweepOptions, type SweepResult } from './database/sweep.js';
 export { loadChallenge, saveSabotage, SABOTAGED_DIR, SABOTAGE_FILE, type LoadedChallenge } from './challenge.js';

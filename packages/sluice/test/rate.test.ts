@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ValidationError } from '../src/index.js';
+import { waitFor } from '@sluice/testkit';
 import { makeSluice, uniqueQueue } from './helpers.js';
 
 const T0 = new Date('2030-01-01T00:00:00.000Z');
@@ -16,7 +17,7 @@ async function claim(sluice: S, queue: string, limit: number, now: Date): Promis
   return rows;
 }
 
-async function nextStartMs(sluice: S, queue: string, now: Date): Promise<number | null> {
+async function nextStartMs(sluice: S, queue: string, now: Date | null): Promise<number | null> {
   const { rows } = await sluice.pool.query('SELECT sluice.next_start_ms($1, $2) AS ms', [queue, now]);
   return rows[0].ms;
 }
@@ -99,4 +100,24 @@ test('policies and sends refuse what a rate or a budget cannot mean', async () =
   assert.deepEqual((await sluice.queues.get(q))?.budget, { units: 100, periodMs: 60_000 });
   await assert.rejects(sluice.send(q, {}, { cost: 0 }), (err: unknown) => err instanceof ValidationError && err.field === 'cost');
   await assert.rejects(sluice.send(q, {}, { cost: 1.5 }), (err: unknown) => err instanceof ValidationError && err.field === 'cost');
+});
+
+test("a handler's reported cost is what its start counts against the budget from then on", async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { budget: { units: 10, periodMs: 600_000 } });
+  const [first, second, third] = await sluice.sendMany(q, [0, 1, 2].map((data) => ({ data, cost: 1 })));
+  const worker = sluice.work(q, { concurrency: 1 }, async (job, { reportCost }) => {
+    if (job.data === 0) await reportCost(9);
+    return job.data;
+  });
+  await waitFor(async () => (await sluice.get(second!.id))?.state === 'completed', { message: 'the second job ran' });
+  // 9 reported + 1: the budget is spent, and the third waits (pending, no attempt) however long the worker runs.
+  assert.equal((await sluice.get(first!.id))?.cost, 9);
+  const units = await sluice.pool.query('SELECT sum(units)::int AS n FROM sluice.job_start WHERE queue = $1', [q]);
+  assert.equal(units.rows[0].n, 10);
+  assert.ok((await nextStartMs(sluice, q, null))! > 0, 'the next start waits for the window');
+  await worker.stop();
+  const held = await sluice.get(third!.id);
+  assert.deepEqual([held?.state, held?.attempts], ['pending', 0]);
 });

@@ -29,6 +29,12 @@ export interface ChatMessage {
 
 const MAX_RETRY_AFTER_MS = 30_000;
 
+export interface ChatCompletion {
+  content: string;
+  /** Tokens the call used, prompt and reply, when the response says. */
+  totalTokens: number | null;
+}
+
 export class ChatClient {
   readonly model: string;
   private readonly url: string;
@@ -49,7 +55,12 @@ export class ChatClient {
   }
 
   /** The assistant's reply text. Asks for a JSON object reply when `json` is set. */
-  async complete(messages: ChatMessage[], { json = false, signal }: { json?: boolean; signal?: AbortSignal } = {}): Promise<string> {
+  async complete(messages: ChatMessage[], options: { json?: boolean; signal?: AbortSignal } = {}): Promise<string> {
+    return (await this.completion(messages, options)).content;
+  }
+
+  /** The reply text and the tokens the call used (the response's `usage.total_tokens`, when it says). */
+  async completion(messages: ChatMessage[], { json = false, signal }: { json?: boolean; signal?: AbortSignal } = {}): Promise<ChatCompletion> {
     const body = JSON.stringify({ model: this.model, messages, temperature: 0.7, ...(json ? { response_format: { type: 'json_object' } } : {}) });
     let lastError: RetriableError | undefined;
     for (let attempt = 0; attempt <= this.maxRetries; attempt++) {
@@ -88,16 +99,18 @@ export class ChatClient {
     throw lastError ?? new LlmRequestError('chat completion failed');
   }
 
-  private contentOf(text: string): string {
+  private contentOf(text: string): ChatCompletion {
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
     } catch {
       throw new LlmReplyInvalidError('the chat completion response is not JSON');
     }
-    const content = (parsed as { choices?: { message?: { content?: unknown } }[] }).choices?.[0]?.message?.content;
+    const reply = parsed as { choices?: { message?: { content?: unknown } }[]; usage?: { total_tokens?: unknown } };
+    const content = reply.choices?.[0]?.message?.content;
     if (typeof content !== 'string' || !content.trim()) throw new LlmReplyInvalidError('the chat completion response has no message content');
-    return content;
+    const tokens = reply.usage?.total_tokens;
+    return { content, totalTokens: typeof tokens === 'number' && Number.isInteger(tokens) && tokens > 0 ? tokens : null };
   }
 
   private scrub(text: string): string {

@@ -66,3 +66,18 @@ SELECT completed, moved FROM :SCHEMA.complete_and_move($1, $2, $3, $4, $5, $6, $
 -- Milliseconds until the queue's rate and budget let the next job start (0: now; NULL: the
 -- queue has neither), for a worker whose claim came back short (sql/functions/rate.sql).
 SELECT :SCHEMA.next_start_ms($1, $2) AS ms;
+
+-- name: JobReportCost
+-- A running job's real cost, reported by its handler (fenced by its lease token): it is
+-- the job's cost from now on, and what its current start counts against the budget
+-- (sql/functions/rate.sql).
+WITH j AS (
+  UPDATE :SCHEMA.job SET cost = $3
+  WHERE id = $1 AND lease_token = $2 AND state = 'active'
+  RETURNING id, queue, started_at
+), counted AS (
+  UPDATE :SCHEMA.job_start s SET units = $3
+  FROM j WHERE s.queue = j.queue AND s.started_at = j.started_at AND s.job_id = j.id
+  RETURNING s.job_id
+)
+SELECT j.id FROM j, (SELECT count(*) FROM counted) c;

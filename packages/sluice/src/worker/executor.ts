@@ -37,7 +37,7 @@
  * throw `Discard` (dead at once) or `Snooze` (waiting again, the attempt not spent).
  */
 import type { Db } from '../db/db.js';
-import { LeaseLostError } from '../errors.js';
+import { LeaseLostError, ValidationError } from '../errors.js';
 import { toJob } from '../queue/rows.js';
 import { serializePayload, storableText, validateInt } from '../queue/validate.js';
 import type { Job, Logger } from '../types.js';
@@ -51,6 +51,12 @@ export interface JobContext<T = unknown> {
   readonly signal: AbortSignal;
   /** Extend the lease (by the queue's `leaseSeconds`, or `seconds`). Throws `LeaseLostError` if it is gone. */
   heartbeat(seconds?: number): Promise<void>;
+  /**
+   * The job's real cost (say, the model tokens it used): its queue's budget counts this
+   * figure for the job's start from now on, instead of the cost it was sent with.
+   * Throws `LeaseLostError` if the lease is gone.
+   */
+  reportCost(units: number): Promise<void>;
 }
 
 export type Handler<T = unknown> = (job: Job<T>, ctx: JobContext<T>) => unknown;
@@ -117,14 +123,29 @@ const EWMA_WEIGHT = 0.2;
 class RunContext implements JobContext {
   readonly job: Job;
   readonly #entry: Running;
+  readonly #db: Db;
 
   constructor(
     entry: Running,
+    db: Db,
     /** A property, not a method: handlers destructure it (`(job, { heartbeat }) => …`). */
     readonly heartbeat: (seconds?: number) => Promise<void>,
   ) {
     this.job = entry.job;
     this.#entry = entry;
+    this.#db = db;
+  }
+
+  /** A property for the same reason as `heartbeat`; made once per job that calls it. */
+  get reportCost(): (units: number) => Promise<void> {
+    const entry = this.#entry;
+    const db = this.#db;
+    return async (units: number) => {
+      const cost = validateInt(units, 'units', { min: 1, max: 2_147_483_647 });
+      if (cost === null) throw new ValidationError('reportCost needs the units the job cost', 'units');
+      const [row] = await db.run('JobReportCost', [entry.job.id, entry.token, cost]);
+      if (!row) throw new LeaseLostError(entry.job.id);
+    };
   }
 
   get signal(): AbortSignal {
@@ -302,7 +323,7 @@ export class Executor {
     } else {
       group.add(entry);
     }
-    const ctx = new RunContext(entry, async (seconds?: number) => {
+    const ctx = new RunContext(entry, this.deps.db, async (seconds?: number) => {
       const s = validateInt(seconds, 'seconds', { min: 1, max: 7 * 24 * 3600 });
       const [r] = await this.deps.db.run('JobHeartbeat', [job.id, entry.token, s, this.deps.now()]);
       if (!r) {
