@@ -90,6 +90,7 @@ export const policyBody = {
     deadLetterQueue: { anyOf: [queueName, { type: 'null' }] },
     rateLimit: startWindow('count', 'at most count jobs start in any window of periodMs (sliding, exact across processes)'),
     budget: startWindow('units', "at most units of jobs' cost start in any window of periodMs"),
+    maxWaitMs: { type: ['integer', 'null'], minimum: 1, maximum: 86_400_000, description: 'refuse a send whose projected wait to start passes this (needs rateLimit or budget)' },
   },
 } as const;
 

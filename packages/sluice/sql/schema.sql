@@ -108,6 +108,7 @@ CREATE TABLE sluice.queue (
   rate_period_ms integer,
   budget_units bigint,
   budget_period_ms integer,
+  max_wait_ms integer,
   CONSTRAINT queue_backoff_base_ms_check CHECK (backoff_base_ms >= 0),
   CONSTRAINT queue_backoff_jitter_check CHECK (backoff_jitter >= 0::double precision AND backoff_jitter <= 1::double precision),
   CONSTRAINT queue_budget_period_ms_check CHECK (budget_period_ms > 0),
@@ -120,6 +121,7 @@ CREATE TABLE sluice.queue (
   CONSTRAINT queue_max_attempts_check CHECK (max_attempts > 0),
   CONSTRAINT queue_max_pending_check CHECK (max_pending >= 0),
   CONSTRAINT queue_max_per_key_check CHECK (max_per_key > 0),
+  CONSTRAINT queue_max_wait_ms_check CHECK (max_wait_ms > 0),
   CONSTRAINT queue_per_key_concurrency_check CHECK (per_key_concurrency > 0),
   CONSTRAINT queue_pkey PRIMARY KEY (name),
   CONSTRAINT queue_rate_count_check CHECK (rate_count > 0),
@@ -208,6 +210,45 @@ BEGIN
       MESSAGE = format('key "%s" has %s jobs in queue "%s" (limit %s)', p_key, v_load, q.name, q.max_per_key),
       DETAIL = json_build_object('queue', q.name, 'key', p_key, 'jobs', v_load, 'limit', q.max_per_key)::text,
       HINT = q.retry_after_seconds::text;
+  END IF;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.admit_wait(q sluice.queue, p_incoming integer, p_units bigint, p_now timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_cutoff timestamptz;
+  v_room bigint := 0;
+  v_ahead bigint;
+  v_units bigint;
+  v_wait_ms double precision := 0;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('sluice.pending'), hashtext(q.name));
+  v_cutoff := coalesce(p_now, clock_timestamp());
+  IF q.rate_count IS NOT NULL THEN
+    v_room := (floor(q.max_wait_ms::double precision / q.rate_period_ms) + 1) * q.rate_count;
+  END IF;
+  IF q.budget_units IS NOT NULL THEN
+    v_room := greatest(v_room, least((floor(q.max_wait_ms::double precision / q.budget_period_ms) + 1) * q.budget_units, 1000000));
+  END IF;
+  SELECT count(*), coalesce(sum(r.cost), 0) INTO v_ahead, v_units FROM (
+    SELECT j.cost FROM "sluice".job j
+    WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= v_cutoff
+    LIMIT v_room
+  ) r;
+  IF q.rate_count IS NOT NULL THEN
+    v_wait_ms := floor((v_ahead + p_incoming - 1)::double precision / q.rate_count) * q.rate_period_ms;
+  END IF;
+  IF q.budget_units IS NOT NULL THEN
+    v_wait_ms := greatest(v_wait_ms, floor((v_units + p_units - 1)::double precision / q.budget_units) * q.budget_period_ms);
+  END IF;
+  IF v_wait_ms > q.max_wait_ms THEN
+    RAISE EXCEPTION USING ERRCODE = 'SL503',
+      MESSAGE = format('queue "%s" is full: a job sent now would wait about %s ms to start, over its limit of %s ms',
+                       q.name, v_wait_ms, q.max_wait_ms),
+      DETAIL = json_build_object('queue', q.name, 'ready', v_ahead, 'waitMs', v_wait_ms, 'maxWaitMs', q.max_wait_ms)::text,
+      HINT = greatest(1, ceil((v_wait_ms - q.max_wait_ms) / 1000))::text;
   END IF;
 END $function$
 ;
@@ -799,7 +840,7 @@ BEGIN
     INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
     SELECT qu.name, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, qu.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms
     FROM "sluice".queue qu
-    WHERE qu.name = p_queue AND qu.max_pending IS NULL AND (qu.max_per_key IS NULL OR p_key IS NULL)
+    WHERE qu.name = p_queue AND qu.max_pending IS NULL AND qu.max_wait_ms IS NULL AND (qu.max_per_key IS NULL OR p_key IS NULL)
     RETURNING job.id INTO id;
     IF FOUND THEN
       IF p_notify AND v_run_at <= v_now THEN
@@ -825,6 +866,9 @@ BEGIN
 
   IF q.max_pending IS NOT NULL THEN
     PERFORM "sluice".admit_depth(q, 1, p_now);
+  END IF;
+  IF q.max_wait_ms IS NOT NULL THEN
+    PERFORM "sluice".admit_wait(q, 1, coalesce(p_cost, 1), p_now);
   END IF;
   IF q.max_per_key IS NOT NULL AND p_key IS NOT NULL THEN
     PERFORM "sluice".admit_key(q, p_key, 1);
@@ -876,6 +920,10 @@ BEGIN
 
   IF q.max_pending IS NOT NULL THEN
     PERFORM "sluice".admit_depth(q, jsonb_array_length(p_items), p_now);
+  END IF;
+  IF q.max_wait_ms IS NOT NULL THEN
+    PERFORM "sluice".admit_wait(q, jsonb_array_length(p_items),
+      (SELECT coalesce(sum(coalesce(x.cost, 1)), 0) FROM jsonb_to_recordset(p_items) AS x(cost integer)), p_now);
   END IF;
   IF q.max_per_key IS NOT NULL THEN
     FOR v_key IN

@@ -59,6 +59,12 @@ export interface QueuePolicy {
    * counted when it starts): model tokens per minute, say. Taken in claim order.
    */
   budget?: Budget | null;
+  /**
+   * Shed on time: a send whose projected wait to start (the jobs ready ahead of it, at the
+   * rate and budget) passes this is refused with `QueueFullError` and a `Retry-After`
+   * computed from the rate. Needs a `rateLimit` or a `budget`.
+   */
+  maxWaitMs?: number | null;
 }
 
 export interface RateLimit {
@@ -94,6 +100,7 @@ export interface Queue {
   deadLetterQueue: string | null;
   rateLimit: RateLimit | null;
   budget: Budget | null;
+  maxWaitMs: number | null;
   createdAt: Date;
   updatedAt: Date;
 }

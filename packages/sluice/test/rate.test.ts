@@ -3,7 +3,7 @@
 // held back spends no attempt, and what the policy accepts.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ValidationError } from '../src/index.js';
+import { QueueFullError, ValidationError } from '../src/index.js';
 import { waitFor } from '@sluice/testkit';
 import { makeSluice, uniqueQueue } from './helpers.js';
 
@@ -120,4 +120,30 @@ test("a handler's reported cost is what its start counts against the budget from
   await worker.stop();
   const held = await sluice.get(third!.id);
   assert.deepEqual([held?.state, held?.attempts], ['pending', 0]);
+});
+
+test('maxWaitMs sheds a send whose projected wait passes it, with a Retry-After from the rate', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { rateLimit: { count: 10, periodMs: 1000 }, maxWaitMs: 2000 });
+  // The k-th job in line starts in window floor(k / 10): jobs 0..29 start within 2 s.
+  await sluice.sendMany(q, Array.from({ length: 25 }, (_, i) => ({ data: i })));
+  await assert.rejects(sluice.sendMany(q, Array.from({ length: 6 }, (_, i) => ({ data: i }))), QueueFullError, 'a batch is admitted whole or not at all');
+  await sluice.sendMany(q, Array.from({ length: 5 }, (_, i) => ({ data: i })));
+  const refused = await sluice.send(q, 'one more').then(
+    () => assert.fail('the 31st job would wait 3 s'),
+    (err: unknown) => err as QueueFullError,
+  );
+  assert.ok(refused instanceof QueueFullError);
+  assert.equal(refused.retryAfterSeconds, 1, 'one window of the rate brings the wait back under 2 s');
+  assert.match(refused.message, /wait about 3000 ms/);
+  const { rows } = await sluice.pool.query("SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1", [q]);
+  assert.equal(rows[0].n, 30, 'nothing of a refused send was written');
+
+  const b = uniqueQueue();
+  await sluice.queues.put(b, { budget: { units: 100, periodMs: 1000 }, maxWaitMs: 1000 });
+  await sluice.sendMany(b, Array.from({ length: 6 }, () => ({ data: null, cost: 30 })));
+  await assert.rejects(sluice.send(b, null, { cost: 30 }), QueueFullError, '210 units in line: the last would start 2 windows on');
+  await sluice.send(b, null, { cost: 20 });
+  await assert.rejects(sluice.queues.put(b, { maxWaitMs: 1000 }), (err: unknown) => err instanceof ValidationError && err.field === 'maxWaitMs');
 });

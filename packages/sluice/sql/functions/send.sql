@@ -9,6 +9,8 @@
 -- - Depth (`max_pending`): a send that would take the queue's ready-pending depth past it
 --   is refused with SQLSTATE SL503 (the library's QueueFullError), the retry delay in
 --   HINT. Counted under a per-queue transaction lock, so concurrent sends cannot all pass.
+-- - Wait (`max_wait_ms`, with a rate or a budget): a send whose projected wait to start
+--   passes it is refused the same way, the retry delay computed from the rate.
 -- - Per key (`max_per_key`): a send that would give a key more than its limit of pending
 --   and active jobs is refused with SL429 (KeyLimitError), counted under a per-key lock.
 -- - Singleton keys: at most one non-final job per (queue, key); a duplicate returns the
@@ -65,6 +67,49 @@ BEGIN
   END IF;
 END $$;
 
+-- SL503 unless the jobs ready ahead and `p_incoming` more (costing `p_units`) would all
+-- start within max_wait_ms at the queue's rate and budget: the k-th job in line starts in
+-- the window floor(k / count) from now (floor(units up to it / units) for a budget). The
+-- retry delay is how long the rate takes to bring the wait back within max_wait_ms. Counted
+-- under the depth lock, so concurrent sends cannot all pass; jobs beyond what could start
+-- within max_wait_ms are not counted (they are past it already).
+CREATE OR REPLACE FUNCTION :SCHEMA.admit_wait(q :SCHEMA.queue, p_incoming integer, p_units bigint, p_now timestamptz)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  v_cutoff timestamptz;
+  v_room bigint := 0;
+  v_ahead bigint;
+  v_units bigint;
+  v_wait_ms double precision := 0;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.pending'), hashtext(q.name));
+  v_cutoff := coalesce(p_now, clock_timestamp());
+  IF q.rate_count IS NOT NULL THEN
+    v_room := (floor(q.max_wait_ms::double precision / q.rate_period_ms) + 1) * q.rate_count;
+  END IF;
+  IF q.budget_units IS NOT NULL THEN
+    v_room := greatest(v_room, least((floor(q.max_wait_ms::double precision / q.budget_period_ms) + 1) * q.budget_units, 1000000));
+  END IF;
+  SELECT count(*), coalesce(sum(r.cost), 0) INTO v_ahead, v_units FROM (
+    SELECT j.cost FROM :SCHEMA.job j
+    WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= v_cutoff
+    LIMIT v_room
+  ) r;
+  IF q.rate_count IS NOT NULL THEN
+    v_wait_ms := floor((v_ahead + p_incoming - 1)::double precision / q.rate_count) * q.rate_period_ms;
+  END IF;
+  IF q.budget_units IS NOT NULL THEN
+    v_wait_ms := greatest(v_wait_ms, floor((v_units + p_units - 1)::double precision / q.budget_units) * q.budget_period_ms);
+  END IF;
+  IF v_wait_ms > q.max_wait_ms THEN
+    RAISE EXCEPTION USING ERRCODE = 'SL503',
+      MESSAGE = format('queue "%s" is full: a job sent now would wait about %s ms to start, over its limit of %s ms',
+                       q.name, v_wait_ms, q.max_wait_ms),
+      DETAIL = json_build_object('queue', q.name, 'ready', v_ahead, 'waitMs', v_wait_ms, 'maxWaitMs', q.max_wait_ms)::text,
+      HINT = greatest(1, ceil((v_wait_ms - q.max_wait_ms) / 1000))::text;
+  END IF;
+END $$;
+
 -- SL429 unless `p_incoming` more jobs keep the key within max_per_key (pending and active,
 -- each read from the partial index that holds them).
 CREATE OR REPLACE FUNCTION :SCHEMA.admit_key(q :SCHEMA.queue, p_key text, p_incoming integer)
@@ -108,7 +153,7 @@ BEGIN
     INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
     SELECT qu.name, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, qu.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms
     FROM :SCHEMA.queue qu
-    WHERE qu.name = p_queue AND qu.max_pending IS NULL AND (qu.max_per_key IS NULL OR p_key IS NULL)
+    WHERE qu.name = p_queue AND qu.max_pending IS NULL AND qu.max_wait_ms IS NULL AND (qu.max_per_key IS NULL OR p_key IS NULL)
     RETURNING job.id INTO id;
     IF FOUND THEN
       IF p_notify AND v_run_at <= v_now THEN
@@ -134,6 +179,9 @@ BEGIN
 
   IF q.max_pending IS NOT NULL THEN
     PERFORM :SCHEMA.admit_depth(q, 1, p_now);
+  END IF;
+  IF q.max_wait_ms IS NOT NULL THEN
+    PERFORM :SCHEMA.admit_wait(q, 1, coalesce(p_cost, 1), p_now);
   END IF;
   IF q.max_per_key IS NOT NULL AND p_key IS NOT NULL THEN
     PERFORM :SCHEMA.admit_key(q, p_key, 1);
@@ -186,6 +234,10 @@ BEGIN
 
   IF q.max_pending IS NOT NULL THEN
     PERFORM :SCHEMA.admit_depth(q, jsonb_array_length(p_items), p_now);
+  END IF;
+  IF q.max_wait_ms IS NOT NULL THEN
+    PERFORM :SCHEMA.admit_wait(q, jsonb_array_length(p_items),
+      (SELECT coalesce(sum(coalesce(x.cost, 1)), 0) FROM jsonb_to_recordset(p_items) AS x(cost integer)), p_now);
   END IF;
   IF q.max_per_key IS NOT NULL THEN
     FOR v_key IN

@@ -7,6 +7,9 @@ ALTER TABLE :SCHEMA.queue
   ADD COLUMN rate_period_ms integer CHECK (rate_period_ms > 0),
   ADD COLUMN budget_units bigint CHECK (budget_units > 0),
   ADD COLUMN budget_period_ms integer CHECK (budget_period_ms > 0),
+  -- Shedding on time: a send whose projected wait (the jobs ready ahead, at the rate and
+  -- budget) passes this is refused.
+  ADD COLUMN max_wait_ms integer CHECK (max_wait_ms > 0),
   ADD CONSTRAINT queue_rate_whole CHECK ((rate_count IS NULL) = (rate_period_ms IS NULL)),
   ADD CONSTRAINT queue_budget_whole CHECK ((budget_units IS NULL) = (budget_period_ms IS NULL));
 

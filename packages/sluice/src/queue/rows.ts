@@ -59,6 +59,7 @@ export function toQueue(r: any): Queue {
     deadLetterQueue: r.dead_letter_queue,
     rateLimit: r.rate_count == null ? null : { count: r.rate_count, periodMs: r.rate_period_ms },
     budget: r.budget_units == null ? null : { units: Number(r.budget_units), periodMs: r.budget_period_ms },
+    maxWaitMs: r.max_wait_ms ?? null,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

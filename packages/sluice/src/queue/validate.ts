@@ -90,7 +90,7 @@ function describe(value: unknown): string {
 const POLICY_FIELDS = new Set([
   'concurrency', 'perKeyConcurrency', 'maxPerKey', 'maxPending', 'maxAttempts',
   'backoff', 'leaseSeconds', 'retryAfterSeconds', 'paused', 'retention', 'archive', 'deadLetterQueue',
-  'rateLimit', 'budget',
+  'rateLimit', 'budget', 'maxWaitMs',
 ]);
 const RETENTION_FIELDS = ['completedSeconds', 'cancelledSeconds', 'deadSeconds'];
 
@@ -123,6 +123,10 @@ export function policyParams(policy: QueuePolicy): unknown[] {
   const deadLetterQueue = policy.deadLetterQueue == null ? null : validateQueueName(policy.deadLetterQueue);
   const rate = validateWindow(policy.rateLimit, 'rateLimit', 'count');
   const budget = validateWindow(policy.budget, 'budget', 'units');
+  const maxWaitMs = validateInt(policy.maxWaitMs, 'maxWaitMs', { min: 1, max: 86_400_000 });
+  if (maxWaitMs !== null && !rate && !budget) {
+    throw new ValidationError('maxWaitMs needs a rateLimit or a budget: the wait is projected from them', 'maxWaitMs');
+  }
   return [
     validateInt(policy.concurrency, 'concurrency', { min: 1, max: MAX_CONCURRENCY }),
     validateInt(policy.perKeyConcurrency, 'perKeyConcurrency', { min: 1 }),
@@ -144,6 +148,7 @@ export function policyParams(policy: QueuePolicy): unknown[] {
     rate?.periodMs ?? null,
     budget?.amount ?? null,
     budget?.periodMs ?? null,
+    maxWaitMs,
   ];
 }
 
