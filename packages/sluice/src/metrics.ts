@@ -76,6 +76,18 @@ export class Metrics {
     gauge('sluice_queue_paused', '1 when the queue is paused.', ['queue'], (g, rows) => {
       for (const r of rows) g.set({ queue: r.name }, r.paused ? 1 : 0);
     });
+    gauge('sluice_queue_rate_limit', 'Starts the queue allows per window of its rate (absent without one).', ['queue'], (g, rows) => {
+      for (const r of rows) if (r.rate_count !== null) g.set({ queue: r.name }, r.rate_count);
+    });
+    gauge('sluice_queue_rate_window_starts', 'Starts in the current window of the rate: read against sluice_queue_rate_limit.', ['queue'], (g, rows) => {
+      for (const r of rows) if (r.rate_window_starts !== null) g.set({ queue: r.name }, Number(r.rate_window_starts));
+    });
+    gauge('sluice_queue_budget_units', 'Units of cost the queue allows per window of its budget (absent without one).', ['queue'], (g, rows) => {
+      for (const r of rows) if (r.budget_units !== null) g.set({ queue: r.name }, Number(r.budget_units));
+    });
+    gauge('sluice_queue_budget_window_units', 'Units of cost started in the current window of the budget.', ['queue'], (g, rows) => {
+      for (const r of rows) if (r.budget_window_units !== null) g.set({ queue: r.name }, Number(r.budget_window_units));
+    });
   }
 
   private rows(cacheMs: number): Promise<any[]> {

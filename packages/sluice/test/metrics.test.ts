@@ -83,3 +83,20 @@ test('promtool accepts the exposition text', { skip: existsSync(PROMTOOL) ? fals
   });
   assert.equal(code, 0, output);
 });
+
+test('a rate and a budget show what their current windows have used, read from the table', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { rateLimit: { count: 5, periodMs: 600_000 }, budget: { units: 100, periodMs: 600_000 } });
+  await sluice.sendMany(q, [7, 11].map((cost) => ({ data: null, cost })));
+  await sluice.claim(q, { max: 2 });
+  const plain = uniqueQueue();
+  await sluice.queues.put(plain, {});
+  const text = await sluice.metrics.text();
+  assert.equal(sample(text, 'sluice_queue_rate_limit', { queue: q }), 5);
+  assert.equal(sample(text, 'sluice_queue_rate_window_starts', { queue: q }), 2);
+  assert.equal(sample(text, 'sluice_queue_budget_units', { queue: q }), 100);
+  assert.equal(sample(text, 'sluice_queue_budget_window_units', { queue: q }), 18);
+  assert.equal(sample(text, 'sluice_jobs', { queue: plain, state: 'ready' }), 0, 'the plain queue is in this scrape');
+  assert.equal(sample(text, 'sluice_queue_rate_window_starts', { queue: plain }), undefined, 'absent without a rate');
+});

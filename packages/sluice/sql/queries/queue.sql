@@ -62,7 +62,8 @@ SELECT
 -- Every queue's gauges in one statement, each count read from a partial index.
 -- Completed and cancelled totals are counters of the processes, not gauges (counting
 -- a large finished set at every scrape would not be cheap).
-SELECT q.name, q.concurrency, q.paused,
+SELECT q.name, q.concurrency, q.paused, q.rate_count, q.budget_units,
+  q.rate_count - room.jobs AS rate_window_starts, q.budget_units - room.units AS budget_window_units,
   (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= now()) AS ready,
   (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at > now()) AS scheduled,
   (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'active' AND j.slot IS DISTINCT FROM 0) AS active,
@@ -71,6 +72,8 @@ SELECT q.name, q.concurrency, q.paused,
   (SELECT coalesce(extract(epoch FROM now() - min(j.run_at)), 0) FROM :SCHEMA.job j
      WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= now()) AS oldest_ready_age_seconds
 FROM :SCHEMA.queue q
+-- What the rate and the budget have used of their current windows (rate.sql): NULL without them.
+LEFT JOIN LATERAL :SCHEMA.start_room(q, now()) room ON true
 ORDER BY q.name;
 
 -- name: QueueThroughput
