@@ -21,7 +21,7 @@ import type { Db } from '../db/db.js';
 import type { Listener } from '../db/listener.js';
 import { rowFromJson } from '../queue/rows.js';
 import type { Job, Logger } from '../types.js';
-import type { Batch, Completer } from './completer.js';
+import { completionColumns, idSet, type Batch, type Completer } from './completer.js';
 import type { Claimed, Executor } from './executor.js';
 
 export interface ClaimLoopDeps {
@@ -287,9 +287,7 @@ export class ClaimLoop {
   private async completeAndClaim(forSlots: number, ahead: number, batch: Batch, promotions: Claimed[]): Promise<any[]> {
     const { completions, moves } = batch;
     const result = await this.deps.db.run('JobCompleteAndClaim', [
-      completions.map((c) => c.id),
-      completions.map((c) => c.token),
-      completions.map((c) => c.result),
+      ...completionColumns(completions),
       this.deps.now(),
       this.deps.notify,
       this.deps.queue,
@@ -301,8 +299,8 @@ export class ClaimLoop {
       [...moves.map((m) => m.token), ...promotions.map((c) => c.row.lease_token)],
     ]);
     const first = result[0];
-    const moved = new Set<string>((first?.moved ?? []).map(String));
-    this.deps.completer.written(batch, new Set<string>((first?.completed ?? []).map(String)), moved);
+    const moved = idSet(first?.moved);
+    this.deps.completer.written(batch, idSet(first?.completed), moved);
     // The cap is full: wait for a freed slot's wake-up rather than ask again at once.
     if (this.deps.executor.promoted(promotions, moved) < promotions.length) this.idle = true;
     return result.filter((r) => r.job).map((r) => rowFromJson(r.job));

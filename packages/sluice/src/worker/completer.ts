@@ -69,6 +69,16 @@ export interface CompleterEvents {
 
 const MAX_BATCH = 1000;
 
+/** Completions as the statements take them: ids, lease tokens and results, in order. */
+export function completionColumns(completions: Completion[]): [string[], string[], string[]] {
+  return [completions.map((c) => c.id), completions.map((c) => c.token), completions.map((c) => c.result)];
+}
+
+/** An id array a statement returned (`completed`, `moved`), as a set of decimal ids. */
+export function idSet(ids: unknown[] | null | undefined): Set<string> {
+  return new Set((ids ?? []).map(String));
+}
+
 export class Completer {
   private completions: Completion[] = [];
   private moves: Move[] = [];
@@ -233,23 +243,19 @@ export class Completer {
   private async writeCompletions({ completions: batch, moves }: Batch): Promise<void> {
     if (moves.length > 0) {
       const [row] = await this.db.run('JobCompleteAndMove', [
-        batch.map((c) => c.id),
-        batch.map((c) => c.token),
-        batch.map((c) => c.result),
+        ...completionColumns(batch),
         this.config.now(),
         this.config.notify,
         this.config.queue,
         moves.map((m) => m.id),
         moves.map((m) => m.token),
       ]);
-      this.written({ completions: batch, moves }, new Set<string>((row?.completed ?? []).map(String)), new Set<string>((row?.moved ?? []).map(String)));
+      this.written({ completions: batch, moves }, idSet(row?.completed), idSet(row?.moved));
       return;
     }
     if (batch.length === 0) return;
     const rows = await this.db.run('JobCompleteMany', [
-      batch.map((c) => c.id),
-      batch.map((c) => c.token),
-      batch.map((c) => c.result),
+      ...completionColumns(batch),
       this.config.now(),
       this.config.notify,
     ]);
