@@ -28,6 +28,7 @@ CREATE TABLE sluice.job (
   slot integer,
   cost integer DEFAULT 1 NOT NULL,
   timeout_ms integer,
+  cancel_requested_at timestamp with time zone,
   CONSTRAINT job_cost_check CHECK (cost > 0),
   CONSTRAINT job_pkey PRIMARY KEY (id),
   CONSTRAINT job_timeout_ms_check CHECK (timeout_ms > 0)
@@ -784,16 +785,19 @@ BEGIN
     SELECT * FROM unnest(p_ids, p_tokens, p_errors, p_discard, p_snooze_ms) AS c(id, token, error, discard, snooze_ms)
   ), failed AS (
     UPDATE "sluice".job j
-    SET state = CASE WHEN c.snooze_ms IS NOT NULL THEN 'pending'
+    SET state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                     WHEN c.snooze_ms IS NOT NULL THEN 'pending'
                      WHEN c.discard OR j.attempts >= j.max_attempts THEN 'dead'
                      ELSE 'pending' END::"sluice".job_state,
-        attempts = CASE WHEN c.snooze_ms IS NOT NULL THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
-        run_at = CASE WHEN c.snooze_ms IS NOT NULL THEN v_now + c.snooze_ms * interval '1 millisecond'
+        attempts = CASE WHEN c.snooze_ms IS NOT NULL AND j.cancel_requested_at IS NULL THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
+        run_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN j.run_at
+                      WHEN c.snooze_ms IS NOT NULL THEN v_now + c.snooze_ms * interval '1 millisecond'
                       WHEN c.discard OR j.attempts >= j.max_attempts THEN j.run_at
                       ELSE v_now + "sluice".backoff_ms(q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter, j.attempts) * interval '1 millisecond'
                  END,
-        finished_at = CASE WHEN c.snooze_ms IS NULL AND (c.discard OR j.attempts >= j.max_attempts) THEN v_now END,
-        errors = CASE WHEN c.snooze_ms IS NOT NULL THEN j.errors
+        finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL
+                             OR (c.snooze_ms IS NULL AND (c.discard OR j.attempts >= j.max_attempts)) THEN v_now END,
+        errors = CASE WHEN c.snooze_ms IS NOT NULL AND j.cancel_requested_at IS NULL THEN j.errors
                       ELSE j.errors || jsonb_build_array(coalesce(c.error, p_error) || jsonb_build_object(
                              'attempt', j.attempts, 'startedAt', j.started_at, 'finishedAt', v_now, 'workerId', j.worker_id))
                  END,

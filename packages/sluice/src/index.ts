@@ -19,7 +19,7 @@ export {
   type HttpAnswer,
 } from './errors.js';
 export type { Worker, WorkOptions, Handler, JobContext } from './worker/worker.js';
-export { Discard, Snooze, JobTimeout } from './worker/outcomes.js';
+export { Discard, Snooze, JobTimeout, JobCancelled } from './worker/outcomes.js';
 export type { TickResult } from './maintenance/maintenance.js';
 export type { Schedule, SchedulePolicy, CatchUp } from './maintenance/schedules.js';
 export type { DeadLetterFilter, DeadLetterPage } from './queue/dead-letters.js';

@@ -17,6 +17,7 @@ export class Metrics {
   readonly failed: Counter<'queue'>;
   readonly retried: Counter<'queue'>;
   readonly dead: Counter<'queue'>;
+  readonly cancelled: Counter<'queue'>;
   readonly shed: Counter<'queue'>;
   readonly keyLimited: Counter<'queue'>;
   readonly admissionUnavailable: Counter<'queue'>;
@@ -39,6 +40,10 @@ export class Metrics {
     this.failed = counter('sluice_jobs_failed_total', 'Failed attempts written by this process.');
     this.retried = counter('sluice_jobs_retried_total', 'Failed attempts that were scheduled for a retry.');
     this.dead = counter('sluice_jobs_dead_total', 'Jobs that went dead here (attempts spent).');
+    this.cancelled = counter(
+      'sluice_jobs_cancelled_total',
+      'Jobs that ended cancelled here: cancelled while pending, or their handler returned after a cancel.',
+    );
     this.shed = counter('sluice_sends_shed_total', 'Sends refused because the queue was full (HTTP 503).');
     this.keyLimited = counter('sluice_sends_key_limited_total', 'Sends refused because the key was at its limit (HTTP 429).');
     this.admissionUnavailable = counter(

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { Db } from './db/db.js';
 import { Listener } from './db/listener.js';
 import { assertSchemaCurrent, migrate, type MigrateResult } from './db/migrate.js';
-import { channelOf } from './db/sql.js';
+import { cancelChannelOf, channelOf } from './db/sql.js';
 import { AdmissionUnavailableError, ClosedError, KeyLimitError, QueueFullError, SchemaVersionError, ValidationError } from './errors.js';
 import { Metrics } from './metrics.js';
 import type { Registry } from 'prom-client';
@@ -127,7 +127,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
       pool.on('error', (err) => this.logger.warn({ err: err.message }, 'sluice: idle database connection lost'));
       this.db = new Db(pool, this.schema);
     }
-    this.listener = this.notify ? new Listener(listenerConfig, channelOf(this.schema), this.logger) : null;
+    this.listener = this.notify ? new Listener(listenerConfig, channelOf(this.schema), cancelChannelOf(this.schema), this.logger) : null;
     this.metrics = new Metrics(this.db, { registry: options.metricsRegistry });
     this.countEvents();
     const ready = () => this.ready();
@@ -240,6 +240,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
       m.dead.inc({ queue: job.queue });
       if (job.errors[job.errors.length - 1]?.name !== 'LeaseExpired') m.failed.inc({ queue: job.queue });
     });
+    this.on('cancelled', (job) => m.cancelled.inc({ queue: job.queue }));
     this.on('lease-lost', (e) => m.leaseLost.inc({ queue: e.queue }, e.ids.length));
     this.on('swept', (jobs) => {
       for (const job of jobs) m.swept.inc({ queue: job.queue });
@@ -316,8 +317,11 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     return this.jobs.get<T>(id);
   }
 
-  cancel(id: string): Promise<Job> {
-    return this.jobs.cancel(id);
+  /** Cancel a job: see `Jobs.cancel` (a running one is asked to stop, and ends cancelled once its handler returns). */
+  async cancel(id: string): Promise<Job> {
+    const job = await this.jobs.cancel(id);
+    if (job.state === 'cancelled') this.emit('cancelled', job);
+    return job;
   }
 
   replay(id: string): Promise<Job> {

@@ -170,6 +170,8 @@ export interface Job<T = unknown> {
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** When a cancel was asked for while the job ran (it ends once its handler returns), or null. */
+  cancelRequestedAt: Date | null;
 }
 
 /** A job handed out by `claim()`: its results must present `leaseToken`. */
@@ -236,6 +238,11 @@ export interface SluiceEvents {
   dead: [Job];
   /** A handler snoozed its job: pending again later, its attempt not spent. */
   snoozed: [Job];
+  /**
+   * A job ended cancelled: cancelled while pending, or its handler returned (with an error)
+   * after a cancel of it was asked for.
+   */
+  cancelled: [Job];
   /** Results fenced out: the jobs' leases were lost before they were written. */
   'lease-lost': [JobIds];
   /** Jobs whose leases ran out, taken back by the sweeper. */

@@ -235,7 +235,7 @@ test('per-key claims read past a key whose jobs all wait for later (backed-off r
   }
 });
 
-test('cap slots: every way out of active frees the slot (complete, fail, cancel), and a freed slot is claimable at once', async () => {
+test('cap slots: every way out of active frees the slot (complete, fail, a cancelled job\'s end), and a freed slot is claimable at once', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();
   await sluice.queues.put(q, { concurrency: 1, maxAttempts: 5, backoff: { baseMs: 0, maxMs: 0 } });
@@ -249,9 +249,12 @@ test('cap slots: every way out of active frees the slot (complete, fail, cancel)
   await sluice.fail(b!.id, b!.leaseToken, { message: 'again' });
   const [c] = await sluice.claim(q, { max: 5 });
   assert.ok(c, 'failing freed the slot');
-  await sluice.cancel(c!.id);
+  // A cancel asks the running job to stop: it holds its slot until its worker reports back.
+  assert.equal((await sluice.cancel(c!.id)).state, 'active');
+  assert.deepEqual(await sluice.claim(q, { max: 5 }), [], 'the cancelled job still holds the slot');
+  assert.equal((await sluice.fail(c!.id, c!.leaseToken, { message: 'stopped' })).state, 'cancelled');
   const [d] = await sluice.claim(q, { max: 5 });
-  assert.ok(d, 'cancelling freed the slot');
+  assert.ok(d, 'the cancelled job\'s end freed the slot');
   assert.equal(await held(), 1);
   await sluice.complete(d!.id, d!.leaseToken);
   assert.equal(await held(), 0);
@@ -402,8 +405,10 @@ test('cap slots: jobs claimed ahead wait with slot 0 outside the cap; a completi
   assert.equal(await slotOf(w1), slotOfA1);
   assert.deepEqual((await held()).map((r) => r.job).sort(), [a2!.id, w1.id].sort());
 
-  // A job cancelled while waiting is not moved: the completed job's slot is freed instead.
+  // A job no longer active is not moved (here cancelled while waiting, and ended by its
+  // worker): the completed job's slot is freed instead.
   await sluice.cancel(w2.id);
+  assert.equal((await sluice.fail(w2.id, w2.token, { message: 'cancelled' })).state, 'cancelled');
   assert.deepEqual(await completeAndMove([a2!], [w2]), { completed: [a2!.id], moved: [] });
   assert.deepEqual((await held()).map((r) => r.job), [w1.id]);
 

@@ -1,7 +1,8 @@
 /** Shared set-up for this package's tests: a fresh database per file, a quiet logger. */
+import { fork, type ChildProcess } from 'node:child_process';
 import { after } from 'node:test';
 import pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '@sluice/testkit';
+import { createTestDatabase, waitFor, type TestDatabase } from '@sluice/testkit';
 import { Sluice, type Logger, type SluiceOptions } from '../src/index.js';
 
 export interface LogRecord {
@@ -102,4 +103,29 @@ export async function queueState(db: { query: pg.Client['query'] } | string, que
   } finally {
     await client?.end();
   }
+}
+
+/** A test fixture in its own process, and the IPC messages it sent so far. */
+export interface ForkedFixture<M> {
+  proc: ChildProcess;
+  messages: M[];
+}
+
+/**
+ * Fork `fixture` (a .ts file, configured by the JSON in SLUICE_FIXTURE) and wait for its
+ * `{ type: 'ready' }`. Whatever happens to the test, the process is not left behind.
+ */
+export async function forkFixture<M extends { type: string }>(fixture: string, config: Record<string, unknown>): Promise<ForkedFixture<M>> {
+  const proc = fork(fixture, [], {
+    execArgv: ['--import', 'tsx', '--conditions=development'],
+    env: { ...process.env, SLUICE_FIXTURE: JSON.stringify(config) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const child: ForkedFixture<M> = { proc, messages: [] };
+  afterAll(() => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  });
+  proc.on('message', (m: M) => child.messages.push(m));
+  await waitFor(() => child.messages.some((m) => m.type === 'ready'), { timeoutMs: 60_000, message: 'child ready' });
+  return child;
 }

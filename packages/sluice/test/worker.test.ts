@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { waitFor } from '@sluice/testkit';
-import { LeaseLostError, type Job } from '../src/index.js';
+import { JobCancelled, LeaseLostError, type Job } from '../src/index.js';
 import { makeSluice, sqlClient, uniqueQueue } from './helpers.js';
 
 test('a worker runs jobs, stores their results and emits completed', async () => {
@@ -83,8 +83,9 @@ test('heartbeats extend the lease; when the lease runs out the handler is aborte
   await sluice.queues.put(q, { leaseSeconds: 1 });
   await sluice.send(q, {});
   const reason = await new Promise<unknown>((resolve) => {
-    // The context destructured, as handlers write it.
-    const worker = sluice.work(q, { concurrency: 1 }, async (job, { heartbeat, signal }) => {
+    // The context destructured, as handlers write it. The worker's own heartbeats are off:
+    // they would keep the lease.
+    const worker = sluice.work(q, { concurrency: 1, heartbeat: false }, async (job, { heartbeat, signal }) => {
       const before = (await sluice.get(job.id))!.leaseExpiresAt!;
       await heartbeat(120);
       const after = (await sluice.get(job.id))!.leaseExpiresAt!;
@@ -98,32 +99,99 @@ test('heartbeats extend the lease; when the lease runs out the handler is aborte
   assert.ok(reason instanceof LeaseLostError);
 });
 
-test('cancelling a running job fences it out: its heartbeat throws, its signal aborts, its result is ignored', async () => {
+test('cancelling a running job: its signal aborts through the cancel channel, it keeps its slot until the handler returns, then ends cancelled', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();
-  await sluice.queues.put(q, {});
-  const { id } = await sluice.send(q, {});
-  const lost = new Promise<{ ids: string[] }>((resolve) => sluice.once('lease-lost', resolve));
-  let cancel!: () => void;
-  const cancelled = new Promise<void>((r) => (cancel = r));
-  const outcome = new Promise<{ heartbeat: unknown; aborted: boolean }>((resolve) => {
-    sluice.work(q, { concurrency: 1 }, async (_job, ctx) => {
-      cancel();
-      await waitFor(async () => (await sluice.get(id))?.state === 'cancelled', { message: 'cancelled' });
-      const heartbeat = await ctx.heartbeat().then(() => null, (e) => e);
-      resolve({ heartbeat, aborted: ctx.signal.aborted });
-      return 'late result';
-    });
+  // A lease of an hour and a poll of an hour: only the notification can tell the handler in time.
+  await sluice.queues.put(q, { concurrency: 1, leaseSeconds: 3600 });
+  const { id } = await sluice.send(q, 'long');
+  await sluice.send(q, 'next');
+  const cancelledEvents: string[] = [];
+  sluice.on('cancelled', (job) => cancelledEvents.push(job.id));
+  let started!: () => void;
+  const running = new Promise<void>((r) => (started = r));
+  let finish!: () => void;
+  const released = new Promise<void>((r) => (finish = r));
+  let reason: unknown = null;
+  const worker = sluice.work(q, { concurrency: 2, pollIntervalMs: 3_600_000 }, async (job, { signal }) => {
+    if (job.data !== 'long') return;
+    started();
+    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    reason = signal.reason;
+    // Aborted, not yet returned: the job still holds the queue's one slot.
+    await released;
+    throw signal.reason;
   });
-  await cancelled;
-  await sluice.cancel(id);
-  const { heartbeat, aborted } = await outcome;
-  assert.ok(heartbeat instanceof LeaseLostError);
-  assert.equal(aborted, true);
-  assert.deepEqual((await lost).ids, [id]);
+  await running;
+  const asked = await sluice.cancel(id);
+  assert.equal(asked.state, 'active', 'a running job is asked to stop, not ended under its handler');
+  assert.ok(asked.cancelRequestedAt instanceof Date);
+  await waitFor(() => reason !== null, { timeoutMs: 30_000, message: 'the handler\'s signal aborted' });
+  assert.ok(reason instanceof JobCancelled, `aborted with ${String(reason)}`);
+  const slotHolder = async () =>
+    (await sluice.pool.query('SELECT job_id::text AS id FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [q])).rows.map((r) => r.id);
+  assert.deepEqual(await slotHolder(), [id], 'the slot stays with the cancelled job while its handler runs');
+  assert.equal((await sluice.stats(q)).ready, 1, 'the next job waits for the slot');
+  finish();
+  await waitFor(async () => (await sluice.stats(q)).completed === 1, { timeoutMs: 30_000, message: 'the next job ran once the slot was freed' });
+  await worker.stop();
   const job = await sluice.get(id);
   assert.equal(job?.state, 'cancelled');
-  assert.equal(job?.result, null);
+  assert.equal(job?.attempts, 1);
+  assert.equal(job?.errors.at(-1)?.name, 'JobCancelled');
+  assert.deepEqual(cancelledEvents, [id]);
+  assert.deepEqual(await slotHolder(), []);
+});
+
+test('cancelling a running job whose handler completes anyway: the job completes; a cancel reaches a worker without notifications at its heartbeat', async () => {
+  const sluice = await makeSluice({ notify: false });
+  const q = uniqueQueue();
+  // A 2 s lease: the worker's own heartbeats renew it every half lease, and read the cancel.
+  await sluice.queues.put(q, { leaseSeconds: 2 });
+  const { id } = await sluice.send(q, {});
+  let started!: () => void;
+  const running = new Promise<void>((r) => (started = r));
+  const worker = sluice.work(q, { concurrency: 1 }, async (_job, { signal }) => {
+    started();
+    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    return { stoppedBecause: (signal.reason as Error).name };
+  });
+  await running;
+  await sluice.cancel(id);
+  await waitFor(async () => (await sluice.get(id))?.state === 'completed', { timeoutMs: 30_000, message: 'completed after the cancel' });
+  await worker.stop();
+  const job = await sluice.get(id);
+  assert.deepEqual(job?.result, { stoppedBecause: 'JobCancelled' });
+  assert.equal(job?.attempts, 1);
+});
+
+test('automatic heartbeats keep a long handler\'s lease; a worker that opts out loses it', async () => {
+  const sluice = await makeSluice();
+  for (const heartbeat of [true, false]) {
+    const q = uniqueQueue();
+    await sluice.queues.put(q, { leaseSeconds: 3, maxAttempts: 1 });
+    const { id } = await sluice.send(q, {});
+    let sweeps = 0;
+    const worker = sluice.work(q, { concurrency: 1, heartbeat }, async () => {
+      // Works for two leases (with heartbeats), or until its lease was swept (without),
+      // running the tick as it goes: it sweeps any lease that ran out meanwhile.
+      for (let i = 0; i < 60 && (heartbeat ? i < 12 : sweeps === 0); i++) {
+        await new Promise((r) => setTimeout(r, 500));
+        sweeps += (await sluice.runMaintenance()).swept;
+      }
+      return 'done';
+    });
+    await waitFor(async () => ['completed', 'dead'].includes((await sluice.get(id))?.state ?? ''), { timeoutMs: 60_000, message: `job ended (heartbeat ${heartbeat})` });
+    await worker.stop();
+    const job = await sluice.get(id);
+    if (heartbeat) {
+      assert.equal(job?.state, 'completed');
+      assert.equal(sweeps, 0);
+    } else {
+      assert.equal(job?.state, 'dead', 'swept once its lease ran out');
+      assert.equal(job?.errors[0]?.name, 'LeaseExpired');
+    }
+  }
 });
 
 test('a handler error PostgreSQL could not store (NUL, a split surrogate pair) is stored cleaned, and the job still fails over', async () => {
@@ -257,8 +325,10 @@ test('capped queue: a job started in a freed slot that cannot be moved to it (it
     starts.push(n);
     // Job 1 ends at once, so the worker claims job 2 with job 3 ahead of it (as above).
     if (starts.length === 2) {
-      // Job 2 loses its lease (cancelled) and another claimer takes the freed slot.
-      await sluice.cancel(job.id);
+      // Job 2 loses its lease (it ran out and the tick swept the job) and another claimer
+      // takes the freed slot.
+      await sluice.pool.query("UPDATE sluice.job SET lease_expires_at = now() - interval '1 second' WHERE id = $1", [job.id]);
+      assert.equal((await sluice.runMaintenance()).swept, 1);
       [elsewhere] = await sluice.claim(q, { max: 1 });
     }
     if (starts.length === 3) {
@@ -276,8 +346,8 @@ test('capped queue: a job started in a freed slot that cannot be moved to it (it
   });
   await waitFor(async () => {
     const s = await sluice.stats(q);
-    return s.completed === 3 && s.cancelled === 1;
-  }, { timeoutMs: 60_000, message: 'three completed, one cancelled' });
+    return s.completed === 4;
+  }, { timeoutMs: 60_000, message: 'all four completed' });
   await worker.stop();
   assert.ok(elsewhere, 'the other claimer got the freed slot');
   assert.ok(abortedWith instanceof LeaseLostError, `aborted with ${String(abortedWith)}`);

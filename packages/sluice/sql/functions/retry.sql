@@ -1,7 +1,8 @@
 -- How an attempt that did not complete ends: failed by its handler, or swept when its lease
 -- expired. Retried after a backoff while attempts remain, else dead (and dead-lettered); a
 -- handler may also discard its job (dead at once) or snooze it (pending again, later, its
--- attempt not spent). Completions are in claim.sql, written with the worker's next claim.
+-- attempt not spent); a job whose cancel was asked for ends cancelled. Completions are in
+-- claim.sql, written with the worker's next claim.
 --
 --   retry_or_dead(ids, tokens, errors, error, now, notify, wake_all, discard, snooze_ms)
 --     → the jobs it changed
@@ -32,16 +33,19 @@ BEGIN
     SELECT * FROM unnest(p_ids, p_tokens, p_errors, p_discard, p_snooze_ms) AS c(id, token, error, discard, snooze_ms)
   ), failed AS (
     UPDATE :SCHEMA.job j
-    SET state = CASE WHEN c.snooze_ms IS NOT NULL THEN 'pending'
+    SET state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                     WHEN c.snooze_ms IS NOT NULL THEN 'pending'
                      WHEN c.discard OR j.attempts >= j.max_attempts THEN 'dead'
                      ELSE 'pending' END:::SCHEMA.job_state,
-        attempts = CASE WHEN c.snooze_ms IS NOT NULL THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
-        run_at = CASE WHEN c.snooze_ms IS NOT NULL THEN v_now + c.snooze_ms * interval '1 millisecond'
+        attempts = CASE WHEN c.snooze_ms IS NOT NULL AND j.cancel_requested_at IS NULL THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
+        run_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN j.run_at
+                      WHEN c.snooze_ms IS NOT NULL THEN v_now + c.snooze_ms * interval '1 millisecond'
                       WHEN c.discard OR j.attempts >= j.max_attempts THEN j.run_at
                       ELSE v_now + :SCHEMA.backoff_ms(q.backoff_base_ms, q.backoff_max_ms, q.backoff_jitter, j.attempts) * interval '1 millisecond'
                  END,
-        finished_at = CASE WHEN c.snooze_ms IS NULL AND (c.discard OR j.attempts >= j.max_attempts) THEN v_now END,
-        errors = CASE WHEN c.snooze_ms IS NOT NULL THEN j.errors
+        finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL
+                             OR (c.snooze_ms IS NULL AND (c.discard OR j.attempts >= j.max_attempts)) THEN v_now END,
+        errors = CASE WHEN c.snooze_ms IS NOT NULL AND j.cancel_requested_at IS NULL THEN j.errors
                       ELSE j.errors || jsonb_build_array(coalesce(c.error, p_error) || jsonb_build_object(
                              'attempt', j.attempts, 'startedAt', j.started_at, 'finishedAt', v_now, 'workerId', j.worker_id))
                  END,

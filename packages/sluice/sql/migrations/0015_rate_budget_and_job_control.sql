@@ -32,3 +32,8 @@ DROP FUNCTION IF EXISTS :SCHEMA.retry_or_dead(bigint[], uuid[], jsonb[], jsonb, 
 
 -- A job's own time limit: its handler's signal aborts after this long, and the attempt fails.
 ALTER TABLE :SCHEMA.job ADD COLUMN timeout_ms integer CHECK (timeout_ms > 0);
+
+-- A cancel of a running job is a request: the job stays active, holding its lease, its cap
+-- slot and its key's room, until its handler returns (its worker is told at once by a
+-- notification); it then ends cancelled, unless the handler completed it anyway.
+ALTER TABLE :SCHEMA.job ADD COLUMN cancel_requested_at timestamptz;

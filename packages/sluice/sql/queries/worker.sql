@@ -37,20 +37,42 @@ SELECT * FROM :SCHEMA.retry_or_dead($1::bigint[], $2::uuid[], $3::jsonb[], NULL,
                                     $6::boolean[], $7::integer[]);
 
 -- name: JobRelease
--- Give a job back at shutdown without counting the interrupted attempt.
+-- Give a job back at shutdown without counting the interrupted attempt; a job whose cancel
+-- was asked for ends cancelled instead.
 UPDATE :SCHEMA.job
-SET state = 'pending', attempts = greatest(attempts - 1, 0), run_at = coalesce($3::timestamptz, now()),
+SET state = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END:::SCHEMA.job_state,
+    attempts = CASE WHEN cancel_requested_at IS NULL THEN greatest(attempts - 1, 0) ELSE attempts END,
+    run_at = CASE WHEN cancel_requested_at IS NULL THEN coalesce($3::timestamptz, now()) ELSE run_at END,
+    finished_at = CASE WHEN cancel_requested_at IS NOT NULL THEN coalesce($3::timestamptz, now()) END,
     lease_token = NULL, lease_expires_at = NULL
 WHERE id = $1 AND lease_token = $2 AND state = 'active'
 RETURNING id;
 
 -- name: JobHeartbeat
--- Extend the lease by $3 seconds, or by the queue's lease when $3 is NULL.
+-- Extend the lease by $3 seconds, or by the queue's lease when $3 is NULL; says whether a
+-- cancel was asked for.
 UPDATE :SCHEMA.job j
 SET lease_expires_at = coalesce($4::timestamptz, now()) + coalesce($3::integer, q.lease_seconds) * interval '1 second'
 FROM :SCHEMA.queue q
 WHERE j.id = $1 AND j.lease_token = $2 AND j.state = 'active' AND q.name = j.queue
-RETURNING j.lease_expires_at;
+RETURNING j.lease_expires_at, j.cancel_requested_at IS NOT NULL AS cancel_requested;
+
+-- name: JobHeartbeatMany
+-- The worker's own heartbeats (src/worker/heartbeats.ts): each job's lease extended by its
+-- queue's lease. A job missing from the answer lost its lease; `cancel_requested` says a
+-- cancel was asked for (a backstop for a missed notification).
+UPDATE :SCHEMA.job j
+SET lease_expires_at = coalesce($3::timestamptz, now()) + q.lease_seconds * interval '1 second'
+FROM unnest($1::bigint[], $2::uuid[]) AS c(id, token), :SCHEMA.queue q
+WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active' AND q.name = j.queue
+RETURNING j.id, j.cancel_requested_at IS NOT NULL AS cancel_requested;
+
+-- name: JobCancelRequested
+-- Which of these running jobs (still held by these tokens) a cancel was asked for, for a
+-- worker that does not renew leases itself; a job missing from the answer lost its lease.
+SELECT j.id, j.cancel_requested_at IS NOT NULL AS cancel_requested
+FROM unnest($1::bigint[], $2::uuid[]) AS c(id, token)
+JOIN :SCHEMA.job j ON j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active';
 
 -- name: JobCompleteAndClaim
 -- One worker's completions and its next claim in one transaction (complete_and_claim, sql/functions/claim.sql),

@@ -1,17 +1,22 @@
 /**
- * One LISTEN connection per Sluice instance, shared by its workers. Notifications carry
- * a queue name; subscribers of that queue are woken. The connection reconnects with
- * capped exponential backoff, and after every (re)connect all subscribers are woken,
- * since notifications sent while it was down are lost. Polling stays the backstop.
+ * One LISTEN connection per Sluice instance, shared by its workers, on two channels: the
+ * queue channel, whose payload is a queue name (its subscribers are woken), and the cancel
+ * channel, whose payload is the id of a running job asked to stop. The connection
+ * reconnects with capped exponential backoff, and after every (re)connect all subscribers
+ * are woken, and cancel subscribers told to look for themselves (`null`), since
+ * notifications sent while it was down are lost. Polling and heartbeats stay the backstop.
  */
 import pg from 'pg';
 import type { Logger } from '../types.js';
 
 type Wake = () => void;
+/** A job's id, or `null`: notifications may have been missed, look up what is running. */
+type OnCancel = (jobId: string | null) => void;
 
 export class Listener {
   private client: pg.Client | null = null;
   private readonly subscribers = new Map<string, Set<Wake>>();
+  private readonly cancelSubscribers = new Set<OnCancel>();
   private stopped = false;
   private connecting: Promise<void> | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
@@ -20,6 +25,7 @@ export class Listener {
   constructor(
     private readonly config: pg.ClientConfig,
     private readonly channel: string,
+    private readonly cancelChannel: string,
     private readonly logger: Logger,
   ) {}
 
@@ -35,6 +41,15 @@ export class Listener {
     };
   }
 
+  /** Tell `fn` of every cancel of a running job. Returns the unsubscribe function. */
+  onCancel(fn: OnCancel): () => void {
+    this.cancelSubscribers.add(fn);
+    this.ensureConnected();
+    return () => {
+      this.cancelSubscribers.delete(fn);
+    };
+  }
+
   private ensureConnected(): void {
     if (this.stopped || this.client || this.connecting || this.retryTimer) return;
     this.connecting = this.connect().finally(() => {
@@ -45,14 +60,18 @@ export class Listener {
   private async connect(): Promise<void> {
     const client = new pg.Client(this.config);
     client.on('notification', (msg) => {
-      if (msg.channel !== this.channel || !msg.payload) return;
-      for (const fn of this.subscribers.get(msg.payload) ?? []) fn();
+      if (!msg.payload) return;
+      if (msg.channel === this.channel) {
+        for (const fn of this.subscribers.get(msg.payload) ?? []) fn();
+      } else if (msg.channel === this.cancelChannel) {
+        for (const fn of this.cancelSubscribers) fn(msg.payload);
+      }
     });
     client.on('error', (err) => this.onLost(client, err));
     client.on('end', () => this.onLost(client, new Error('connection ended')));
     try {
       await client.connect();
-      await client.query(`LISTEN "${this.channel.replace(/"/g, '""')}"`);
+      for (const channel of [this.channel, this.cancelChannel]) await client.query(`LISTEN "${channel.replace(/"/g, '""')}"`);
     } catch (err) {
       client.end().catch(() => undefined);
       this.scheduleRetry(err);
@@ -88,6 +107,7 @@ export class Listener {
 
   private wakeAll(): void {
     for (const set of this.subscribers.values()) for (const fn of set) fn();
+    for (const fn of this.cancelSubscribers) fn(null);
   }
 
   async stop(): Promise<void> {

@@ -4,8 +4,8 @@
  *
  * A query file holds statements headed by `-- name: NounVerb`. The only text ever
  * substituted into SQL is the validated schema name (`:SCHEMA` as a quoted identifier,
- * `:SCHEMA_NAME` inside string literals) and the notification channel derived from it
- * (`:CHANNEL`); every value is a `$n` bind parameter.
+ * `:SCHEMA_NAME` inside string literals) and the notification channels derived from it
+ * (`:CHANNEL`, `:CANCEL_CHANNEL`); every value is a `$n` bind parameter.
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -32,11 +32,17 @@ export function channelOf(schema: string): string {
   return `sluice:${schema}`;
 }
 
+/** The channel on which a cancel of a running job is announced: the payload is the job's id. */
+export function cancelChannelOf(schema: string): string {
+  return `sluice-cancel:${schema}`;
+}
+
 function substitute(text: string, schema: string): string {
   return text
     .replace(/:SCHEMA_NAME\b/g, schema)
     .replace(/:SCHEMA\b/g, `"${schema}"`)
-    .replace(/:CHANNEL\b/g, channelOf(schema));
+    .replace(/:CHANNEL\b/g, channelOf(schema))
+    .replace(/:CANCEL_CHANNEL\b/g, cancelChannelOf(schema));
 }
 
 function parseQueryFile(source: string, file: string, into: Map<string, string>): void {

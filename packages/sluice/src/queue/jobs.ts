@@ -188,7 +188,12 @@ export class Jobs {
     return row ? toJob<T>(row) : null;
   }
 
-  /** Cancel a pending or active job. A running handler is fenced out: its result is ignored. */
+  /**
+   * Cancel a pending job (cancelled at once), or ask an active one to stop: its handler's
+   * signal aborts (its worker hears at once), and the job keeps its lease, cap slot and
+   * key's room until the handler returns; it then ends cancelled, unless the handler
+   * completed it anyway. Returns the job as it is now.
+   */
   async cancel(id: string): Promise<Job> {
     const jobId = checkId(id);
     await this.ready();

@@ -22,10 +22,11 @@ export function toJob<T = unknown>(r: any): Job<T> {
     createdAt: r.created_at,
     startedAt: r.started_at,
     finishedAt: r.finished_at,
+    cancelRequestedAt: r.cancel_requested_at ?? null,
   };
 }
 
-const TIMESTAMP_COLUMNS = ['run_at', 'lease_expires_at', 'created_at', 'started_at', 'finished_at'];
+const TIMESTAMP_COLUMNS = ['run_at', 'lease_expires_at', 'created_at', 'started_at', 'finished_at', 'cancel_requested_at'];
 
 /**
  * A job row that came back as jsonb (timestamps as text) in the shape of a table row. The

@@ -33,8 +33,11 @@
  *
  * Each job runs with an AbortSignal that fires when its lease is lost (run out locally, or
  * a heartbeat found the token gone), when its `timeoutMs` runs out (the attempt then fails
- * as `JobTimeout`, whatever the handler returns), or when a stop times out. A handler may
- * throw `Discard` (dead at once) or `Snooze` (waiting again, the attempt not spent).
+ * as `JobTimeout`, whatever the handler returns), when it is cancelled (`JobCancelled`:
+ * told by the cancel channel or a heartbeat; the job keeps its slot and its key's room
+ * until the handler returns, and then ends cancelled unless the handler completed it), or
+ * when a stop times out. A handler may throw `Discard` (dead at once) or `Snooze` (waiting
+ * again, the attempt not spent). Leases of running jobs are renewed by heartbeats.ts.
  */
 import type { Db } from '../db/db.js';
 import { LeaseLostError, ValidationError } from '../errors.js';
@@ -43,7 +46,7 @@ import { serializePayload, storableText, validateInt } from '../queue/validate.j
 import type { Job, Logger } from '../types.js';
 import type { Completer, Failure, Move } from './completer.js';
 import { JobAbort, LeaseGroup, extendLease, leaseDeadline, releaseLease, type Leased } from './lease.js';
-import { Discard, JobTimeout, Snooze } from './outcomes.js';
+import { Discard, JobCancelled, JobTimeout, Snooze } from './outcomes.js';
 
 export interface JobContext<T = unknown> {
   job: Job<T>;
@@ -85,11 +88,22 @@ export interface Claimed {
   waiting: boolean;
   /** Its slot is being asked for by the statement in flight. */
   promoting: boolean;
+  /** A cancel came while its slot was being asked for: it is aborted as it starts. */
+  cancelled: boolean;
 }
 
-interface Running extends Leased {
+/** A running job, as the heartbeats see it. */
+export interface RunningLease extends Leased {
+  readonly token: string;
+  /** The claim's lease length: what a heartbeat renews. */
+  readonly leaseMs: number;
+  /** Index in `Executor.running`; -1 once the job is out of it. */
+  at: number;
+  released: boolean;
+}
+
+interface Running extends RunningLease {
   job: Job;
-  token: string;
   settled: Promise<void>;
   released: boolean;
   /** Runs in a cap slot: its completion leaves the slot in hand. */
@@ -98,8 +112,6 @@ interface Running extends Leased {
   handedOver: boolean;
   /** While the move is unwritten, the lease is watched to the slot's earlier deadline: the claim's own. */
   claimGroup: LeaseGroup | null;
-  /** Index in `Executor.running`; -1 once the job is out of it. */
-  at: number;
   /** Its move failed: the attempt is failed as SlotLost once the handler has returned. */
   slotLost: boolean;
   /** The job's own time limit, while it runs. */
@@ -196,7 +208,7 @@ export class Executor {
     // errs on the early side.
     const leaseMs = rows[0].lease_expires_at.getTime() - rows[0].started_at.getTime();
     const group = new LeaseGroup(sentAt + leaseMs);
-    for (const row of rows) this.buffer.push({ row, group, leaseMs, waiting: row.slot === 0, promoting: false });
+    for (const row of rows) this.buffer.push({ row, group, leaseMs, waiting: row.slot === 0, promoting: false, cancelled: false });
     this.runOnce();
   }
 
@@ -290,12 +302,13 @@ export class Executor {
    * `slotDeadline`: for a job started in a slot in hand, the earliest lease deadline of the
    * jobs whose slots are in hand; its lease is watched to it until the move is written.
    */
-  private run({ row, group, leaseMs }: Claimed, slotted: boolean, slotDeadline: number): void {
+  private run({ row, group, leaseMs, cancelled }: Claimed, slotted: boolean, slotDeadline: number): void {
     const job = toJob(row);
     const entry: Running = {
       jobId: job.id,
       job,
       token: row.lease_token,
+      leaseMs,
       abort: new JobAbort(),
       group: null,
       ownTimer: null,
@@ -325,20 +338,79 @@ export class Executor {
     }
     const ctx = new RunContext(entry, this.deps.db, async (seconds?: number) => {
       const s = validateInt(seconds, 'seconds', { min: 1, max: 7 * 24 * 3600 });
+      const sentAt = performance.now();
       const [r] = await this.deps.db.run('JobHeartbeat', [job.id, entry.token, s, this.deps.now()]);
       if (!r) {
         const err = new LeaseLostError(job.id);
         entry.abort.abort(err);
         throw err;
       }
-      // The extended lease is the job's own from now on (a slot in hand can only have been
-      // swept if this heartbeat could not reach the database).
-      entry.claimGroup = null;
-      extendLease(entry, s !== null ? s * 1000 : leaseMs);
+      this.renewed(entry, sentAt, s !== null ? s * 1000 : leaseMs, r.cancel_requested);
     });
     entry.at = this.running.push(entry) - 1;
+    if (cancelled) entry.abort.abort(new JobCancelled(job.id));
     this.deps.pickupDelay.observe(Math.max(0, (row.started_at.getTime() - row.run_at.getTime()) / 1000));
     entry.settled = this.execute(entry, ctx);
+  }
+
+  /**
+   * A heartbeat sent at `sentAt` (local monotonic ms) renewed the job's lease for `ms`. The
+   * renewed lease is the job's own from then on (a slot in hand can only have been swept if
+   * the heartbeat could not reach the database).
+   */
+  renewed(entry: RunningLease, sentAt: number, ms: number, cancelRequested: boolean): void {
+    if (entry.at < 0 || entry.released) return;
+    (entry as Running).claimGroup = null;
+    extendLease(entry, ms - (performance.now() - sentAt));
+    if (cancelRequested) entry.abort.abort(new JobCancelled(entry.jobId));
+  }
+
+  /** A heartbeat found the job's lease gone: it is aborted, its result will be fenced out. */
+  leaseLost(entry: RunningLease): void {
+    if (entry.at < 0 || entry.released) return;
+    entry.abort.abort(new LeaseLostError(entry.jobId));
+  }
+
+  /**
+   * Running jobs whose leases have less than half left at `at` (local monotonic ms), or all
+   * of them: those a heartbeat should renew.
+   */
+  leasesToRenew(at: number, all: boolean): RunningLease[] {
+    const due: RunningLease[] = [];
+    for (const e of this.running) {
+      if (!e.released && (all || leaseDeadline(e) - at < e.leaseMs / 2)) due.push(e);
+    }
+    return due;
+  }
+
+  /** The shortest lease among running jobs (ms), Infinity when none runs. */
+  get shortestLeaseMs(): number {
+    let ms = Infinity;
+    for (const e of this.running) if (e.leaseMs < ms) ms = e.leaseMs;
+    return ms;
+  }
+
+  /**
+   * A cancel of job `id` was asked for. Running here: its signal aborts, and it keeps its
+   * slot until the handler returns. Claimed but not started: failed at once (ends
+   * cancelled), or, while its slot is being asked for, aborted as it starts.
+   */
+  cancel(id: string): void {
+    for (const e of this.running) {
+      if (e.jobId === id) {
+        if (!e.released) e.abort.abort(new JobCancelled(id));
+        return;
+      }
+    }
+    const i = this.buffer.findIndex((c) => String(c.row.id) === id);
+    if (i < 0) return;
+    const claimed = this.buffer[i]!;
+    if (claimed.promoting) {
+      claimed.cancelled = true;
+      return;
+    }
+    this.buffer.splice(i, 1);
+    this.deps.completer.fail({ id, token: claimed.row.lease_token, error: errorRecord(new JobCancelled(id)) });
   }
 
   private async execute(entry: Running, ctx: JobContext): Promise<void> {

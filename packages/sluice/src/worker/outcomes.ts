@@ -31,3 +31,14 @@ export class JobTimeout extends Error {
     this.name = 'JobTimeout';
   }
 }
+
+/**
+ * The reason a job's signal aborts when a cancel of it was asked for (`sluice.cancel`). The
+ * job ends cancelled once its handler returns, unless the handler completed it anyway.
+ */
+export class JobCancelled extends Error {
+  constructor(jobId: string) {
+    super(`job ${jobId} was cancelled`);
+    this.name = 'JobCancelled';
+  }
+}

@@ -8,10 +8,13 @@
  * - the completer (completer.ts) writes results in batches, fenced by each claim's lease
  *   token, most of them in the claim loop's next statement.
  *
+ * Beside them, heartbeats.ts renews the leases of running jobs, and cancels of running
+ * jobs reach the executor from the listener's cancel channel.
+ *
  *   running ──stop()──▶ stopping ──in-flight done (or timeout: abort, release)──▶ stopped
  *
- * Events reach the Sluice instance typed (`SluiceEvents`): completed, failed, dead and
- * lease-lost.
+ * Events reach the Sluice instance typed (`SluiceEvents`): completed, failed, dead,
+ * snoozed, cancelled and lease-lost.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -19,11 +22,13 @@ import type { Db } from '../db/db.js';
 import type { Listener } from '../db/listener.js';
 import type { Metrics } from '../metrics.js';
 import { reportDead } from '../queue/dead.js';
+import { ValidationError } from '../errors.js';
 import { validateInt, validateWorkerId } from '../queue/validate.js';
 import type { Emit, Job, Logger } from '../types.js';
 import { ClaimLoop } from './claim-loop.js';
 import { Completer } from './completer.js';
 import { Executor, type Handler } from './executor.js';
+import { Heartbeats } from './heartbeats.js';
 
 export type { Handler, JobContext } from './executor.js';
 
@@ -39,6 +44,12 @@ export interface WorkOptions {
   pollIntervalMs?: number;
   /** Recorded on each claimed job and in its error history. Default host:pid:random. */
   workerId?: string;
+  /**
+   * Renew the leases of running jobs while their handlers run (each once half of it is
+   * spent). Default true; with false, a handler that runs longer than its lease must call
+   * `heartbeat()` itself, or its job is swept and retried elsewhere.
+   */
+  heartbeat?: boolean;
 }
 
 export interface WorkerDeps {
@@ -64,6 +75,8 @@ export class Worker {
   private readonly completer: Completer;
   private readonly executor: Executor;
   private readonly claimLoop: ClaimLoop;
+  private readonly heartbeats: Heartbeats;
+  private unsubscribeCancel: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
   /** Set while a stop waits for running jobs: called as each one ends. */
   private jobEnded: (() => void) | null = null;
@@ -112,6 +125,10 @@ export class Worker {
         this.claimLoop.jobEnded();
       },
     });
+    if (opts.heartbeat !== undefined && typeof opts.heartbeat !== 'boolean') {
+      throw new ValidationError('heartbeat must be true or false', 'heartbeat');
+    }
+    this.heartbeats = new Heartbeats({ db, logger, now, queue, executor: this.executor, renew: opts.heartbeat ?? true });
     this.claimLoop = new ClaimLoop({
       db,
       listener: deps.listener,
@@ -149,6 +166,9 @@ export class Worker {
 
   start(): this {
     this.claimLoop.start();
+    this.heartbeats.start();
+    this.unsubscribeCancel =
+      this.deps.listener?.onCancel((id) => (id === null ? void this.heartbeats.runOnce(true) : this.executor.cancel(id))) ?? null;
     return this;
   }
 
@@ -160,6 +180,7 @@ export class Worker {
   private failed(jobs: Job[], snoozed: Set<string>): void {
     for (const job of jobs) {
       if (job.state === 'dead') reportDead(this.deps.logger, this.deps.emit, job);
+      else if (job.state === 'cancelled') this.deps.emit('cancelled', job);
       else if (snoozed.has(job.id)) this.deps.emit('snoozed', job);
       else this.deps.emit('failed', job);
     }
@@ -196,6 +217,8 @@ export class Worker {
     await claimOver;
     await givenBack;
     await this.executor.abortRunning();
+    this.unsubscribeCancel?.();
+    await this.heartbeats.stop();
     this.completer.flushSoon();
     await this.completer.drain();
     this.state = 'stopped';
