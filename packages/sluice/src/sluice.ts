@@ -21,7 +21,7 @@ import { Waker } from './queue/waker.js';
 import { Schedules } from './maintenance/schedules.js';
 import { Queues } from './queue/queues.js';
 import { validateInt, validateQueueName, validateSchemaName } from './queue/validate.js';
-import type { ClaimedJob, Emit, Job, Logger, SluiceEvents, ThroughputBucket, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
+import type { ClaimedJob, CompleteOptions, Emit, Job, Logger, SluiceEvents, ThroughputBucket, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
 import { Worker, type Handler, type WorkOptions } from './worker/worker.js';
 
 export interface SluiceOptions {
@@ -293,9 +293,12 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     return this.jobs.claim<Tasks[Q]>(queue, opts.max ?? 1, opts.workerId ?? 'pull');
   }
 
-  /** Complete a claimed job; `LeaseLostError` if the lease was lost. */
-  async complete(id: string, leaseToken: string, result?: unknown): Promise<void> {
-    const { queue } = await this.jobs.complete(id, leaseToken, result);
+  /**
+   * Complete a claimed job; `LeaseLostError` if the lease was lost. `{ cost }`: the job's
+   * real cost, which its queue's budget counts for its start (as a handler's `reportCost`).
+   */
+  async complete(id: string, leaseToken: string, result?: unknown, opts?: CompleteOptions): Promise<void> {
+    const { queue } = await this.jobs.complete(id, leaseToken, result, opts);
     this.emit('completed', { queue, ids: [id] });
   }
 
