@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { QueueNotFoundError } from 'sluice';
 import type { RouteContext } from '../context.js';
-import { claimBody, completeBody, failBody, heartbeatBody, jobParams, queueParams } from '../schemas.js';
+import { claimBody, claimResponse, completeBody, completeResponse, failBody, heartbeatBody, jobParams, queueParams } from '../schemas.js';
 
 export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteContext): void {
   app.post<{ Params: { queue: string }; Body: { max?: number; leaseSeconds?: number; workerId?: string } }>(
@@ -18,6 +18,7 @@ export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteCon
         summary: 'Claim up to `max` jobs; each comes with the `leaseToken` its results must present',
         params: queueParams,
         body: claimBody,
+        response: { 200: claimResponse },
       },
     },
     async (request) => {
@@ -46,11 +47,21 @@ export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteCon
     },
   );
 
-  app.post<{ Params: { id: string }; Body: { leaseToken: string; result?: unknown } }>(
+  app.post<{ Params: { id: string }; Body: { leaseToken: string; result?: unknown; cost?: number } }>(
     '/api/jobs/:id/complete',
-    { onRequest: apiAuth, schema: { tags: ['workers'], summary: 'Complete a claimed job with an optional result', params: jobParams, body: completeBody } },
+    {
+      onRequest: apiAuth,
+      schema: {
+        tags: ['workers'],
+        summary: "Complete a claimed job with an optional result and its real cost (what its queue's budget counts)",
+        params: jobParams,
+        body: completeBody,
+        response: { 200: completeResponse },
+      },
+    },
     async (request) => {
-      await sluice.complete(request.params.id, request.body.leaseToken, request.body.result ?? null);
+      const { leaseToken, result = null, cost } = request.body;
+      await sluice.complete(request.params.id, leaseToken, result, cost === undefined ? {} : { cost });
       return { id: request.params.id, state: 'completed' };
     },
   );
