@@ -61,6 +61,37 @@ export function number(name: string): (value: string) => number {
   };
 }
 
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Parses a duration such as 500ms, 30s, 1.5m or 2h into whole milliseconds (at least 1), or throws a one-line reason. */
+export function duration(name: string): (value: string) => number {
+  return (value) => {
+    const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(value.trim());
+    const ms = match ? Number(match[1]) * UNIT_MS[match[2]!]! : Number.NaN;
+    if (!Number.isSafeInteger(ms) || ms < 1) {
+      throw new Error(`${name} must be a duration of whole milliseconds such as 500ms, 30s, 5m or 1h, got "${value}"`);
+    }
+    return ms;
+  };
+}
+
+/** Parses AMOUNT/PERIOD, such as 50/1s, 50/s or 10000/60s, or throws a one-line reason. */
+export function perPeriod(name: string): (value: string) => { amount: number; periodMs: number } {
+  return (value) => {
+    const [amount, period, extra] = value.split('/');
+    const reason = `${name} must be AMOUNT/PERIOD such as 50/1s or 10000/60s (period in ms, s, m or h), got "${value}"`;
+    if (amount === undefined || period === undefined || extra !== undefined || !/^\d+$/.test(amount.trim())) throw new Error(reason);
+    const n = Number(amount);
+    if (!Number.isSafeInteger(n) || n < 1) throw new Error(reason);
+    try {
+      // 50/s: one of the unit.
+      return { amount: n, periodMs: duration(name)(/^[a-z]+$/.test(period.trim()) ? `1${period.trim()}` : period) };
+    } catch {
+      throw new Error(reason);
+    }
+  };
+}
+
 export function date(name: string): (value: string) => Date {
   return (value) => {
     const d = new Date(value);

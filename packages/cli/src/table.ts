@@ -21,3 +21,30 @@ export function formatAge(seconds: number): string {
   if (seconds < 7200) return `${Math.round(seconds / 60)}m`;
   return `${Math.round(seconds / 3600)}h`;
 }
+
+/** A window's length as the CLI takes it: 500ms, 1s, 60s, 5m, 2h. */
+export function formatPeriod(ms: number): string {
+  if (ms % 1000 !== 0) return `${ms}ms`;
+  if (ms < 120_000 || ms % 60_000 !== 0) return `${ms / 1000}s`;
+  if (ms < 7_200_000 || ms % 3_600_000 !== 0) return `${ms / 60_000}m`;
+  return `${ms / 3_600_000}h`;
+}
+
+/**
+ * A queue's rate and budget, and what their windows have used, read the same way: one
+ * entry per kind of window (policy field, its amount, the stats field of its use).
+ */
+export const WINDOWS = [
+  { policy: 'rateLimit', amount: 'count', use: 'rateUse', header: 'rate' },
+  { policy: 'budget', amount: 'units', use: 'budgetUse', header: 'budget' },
+] as const;
+
+/** `50/1s`: a policy window as the CLI takes it; '-' without one. */
+export function formatWindow(window: Record<string, number> | null, amount: string): string {
+  return window ? `${window[amount]}/${formatPeriod(window.periodMs!)}` : '-';
+}
+
+/** `37/50 per 1s`: what a window has used; '-' without one. */
+export function formatUse(use: { used: number; limit: number; periodMs: number } | null): string {
+  return use ? `${use.used}/${use.limit} per ${formatPeriod(use.periodMs)}` : '-';
+}

@@ -89,6 +89,43 @@ test('send, refusals with a one-line reason, stats table and JSON', async () => 
   assert.match(noDb.err, /no database: pass --database-url or set DATABASE_URL/);
 });
 
+test('queues put takes a rate, a budget and a max wait; list and stats show them, their use and the jobs held back', async () => {
+  await ready;
+  const put = await run(['queues', 'put', 'cli-rated', '--rate-limit', '2/10m', '--budget', '10000/60s', '--max-wait', '2h']);
+  assert.equal(put.code, 0, put.err);
+  assert.match(put.out, /rate\s+budget\s+max wait\n/);
+  assert.match(put.out, /cli-rated\s+-\s+-\s+-\s+-\s+5\s+600s\s+no\s+2\/10m\s+10000\/60s\s+2h\n/);
+  const queue = await sluice.queues.get('cli-rated');
+  assert.deepEqual([queue?.rateLimit, queue?.budget, queue?.maxWaitMs], [{ count: 2, periodMs: 600_000 }, { units: 10_000, periodMs: 60_000 }, 7_200_000]);
+
+  await sluice.sendMany('cli-rated', [4000, 120, 5000, 900].map((cost) => ({ data: null, cost })));
+  assert.equal((await sluice.claim('cli-rated', { max: 4 })).length, 2, 'the rate lets two start');
+  const stats = await run(['stats', '--queue', 'cli-rated']);
+  assert.equal(stats.code, 0, stats.err);
+  assert.match(stats.out, /rate used\s+budget used\s+held\n/);
+  assert.match(stats.out, /cli-rated\s+2\s+0\s+2\/∞\s+0\s+\S+\s+2\/2 per 10m\s+4120\/10000 per 60s\s+2\n/);
+  const [json] = JSON.parse((await run(['stats', '--queue', 'cli-rated', '--json'])).out);
+  assert.deepEqual([json.rateUse, json.budgetUse, json.heldBack], [{ used: 2, limit: 2, periodMs: 600_000 }, { used: 4120, limit: 10_000, periodMs: 60_000 }, 2]);
+  assert.match((await run(['stats', '--queue', 'cli-send'])).out, /cli-send\s+.*\s+-\s+-\s+0\n/, 'a queue without either');
+
+  for (const [args, reason] of [
+    [['--rate-limit', '50'], /--rate-limit must be AMOUNT\/PERIOD such as 50\/1s/],
+    [['--rate-limit', '0/1s'], /--rate-limit must be AMOUNT\/PERIOD/],
+    [['--budget', '100/1d'], /--budget must be AMOUNT\/PERIOD .* got "100\/1d"/],
+    [['--max-wait', '30'], /--max-wait must be a duration .* such as 500ms, 30s/],
+    [['--rate-limit', '5/25h'], /rateLimit.periodMs must be an integer between 1 and 86400000/],
+    [['--max-wait', '30s'], /maxWaitMs needs a rateLimit or a budget/],
+  ] as const) {
+    const bad = await run(['queues', 'put', 'cli-rated', ...args]);
+    assert.equal(bad.code, 2, args.join(' '));
+    assert.match(bad.err, reason);
+    assert.equal(bad.err.trim().split('\n').length, 1, 'one line');
+  }
+  assert.deepEqual((await sluice.queues.get('cli-rated'))?.rateLimit, { count: 2, periodMs: 600_000 }, 'refused puts changed nothing');
+  assert.equal((await run(['queues', 'put', 'cli-per-second', '--rate-limit', '50/s', '--json'])).code, 0);
+  assert.deepEqual((await sluice.queues.get('cli-per-second'))?.rateLimit, { count: 50, periodMs: 1000 }, '50/s is 50 per second');
+});
+
 test('dead list, replay one and by filter, cancel', async () => {
   await ready;
   await sluice.queues.put('cli-dead', { maxAttempts: 1 });

@@ -30,6 +30,14 @@ function svg(tag, attrs = {}, ...children) {
 }
 
 const fmtTime = (value) => (value ? new Date(value).toLocaleString() : '—');
+const fmtCount = (n) => Number(n).toLocaleString('en-US');
+/** A window's length: 500 ms, 1 s, 60 s, 5 min, 2 h. */
+function fmtPeriod(ms) {
+  if (ms % 1000 !== 0) return `${ms} ms`;
+  if (ms < 120_000 || ms % 60_000 !== 0) return `${fmtCount(ms / 1000)} s`;
+  if (ms < 7_200_000 || ms % 3_600_000 !== 0) return `${fmtCount(ms / 60_000)} min`;
+  return `${fmtCount(ms / 3_600_000)} h`;
+}
 const fmtSeconds = (s) => (s < 1 ? `${Math.round(s * 1000)} ms` : s < 120 ? `${s.toFixed(1)} s` : `${Math.round(s / 60)} min`);
 const pretty = (value) => JSON.stringify(value, null, 2) ?? 'null';
 
@@ -176,11 +184,10 @@ window.addEventListener('hashchange', route);
 
 // ---- queues overview -------------------------------------------------------------------
 
-function bar(label, value, cap, kind) {
+function bar(label, value, cap, kind, text = cap === null ? `${value} (no cap)` : `${value} / ${cap}`) {
   const scale = cap ?? Math.max(value, 1);
   const fill = h('div', { class: `fill ${kind}${cap !== null && value > cap ? ' over' : ''}` });
   fill.style.width = `${Math.min(100, (value / scale) * 100)}%`;
-  const text = cap === null ? `${value} (no cap)` : `${value} / ${cap}`;
   return h('div', { class: 'bar', 'data-kind': kind },
     h('span', {}, label),
     h('div', { class: 'track', role: 'meter', 'aria-label': `${label}: ${text}`, 'aria-valuenow': value, 'aria-valuemin': 0, 'aria-valuemax': scale }, fill),
@@ -210,9 +217,26 @@ function chart(queue, buckets) {
   return root;
 }
 
+// What a queue's rate and budget have used of their windows (stats.rateUse, stats.budgetUse):
+// one entry per kind of window.
+const WINDOWS = [
+  { use: 'rateUse', label: 'Rate', noun: 'starts' },
+  { use: 'budgetUse', label: 'Budget', noun: 'units' },
+];
+
+function windowBars(s) {
+  return WINDOWS.filter((w) => s[w.use]).map((w) => {
+    const { used, limit, periodMs } = s[w.use];
+    const el = bar(w.label, used, limit, w.use, `${w.noun} ${fmtCount(used)}/${fmtCount(limit)} per ${fmtPeriod(periodMs)}`);
+    el.classList.add('window');
+    return el;
+  });
+}
+
 function queueCard(q, buckets) {
   const s = q.stats;
   const number = (label, value, name) => h('div', { 'data-field': name }, h('dt', {}, label), h('dd', {}, value));
+  const windowed = WINDOWS.some((w) => s[w.use]);
   return h('article', { class: 'queue', 'data-queue': q.name, 'aria-labelledby': `queue-${q.name}` },
     h('header', {},
       h('h3', { id: `queue-${q.name}` }, h('a', { href: `#/queues/${encodeURIComponent(q.name)}` }, q.name)),
@@ -220,8 +244,11 @@ function queueCard(q, buckets) {
     bar('Ready', s.ready, q.maxPending, 'ready'),
     bar('Scheduled', s.scheduled, null, 'scheduled'),
     bar('Active', s.active, q.concurrency, 'active'),
+    windowBars(s),
     h('dl', { class: 'numbers' },
       number('Lag', fmtSeconds(s.oldestReadyAgeSeconds), 'lag'),
+      // Ready jobs beyond the room left in the rate's and budget's windows.
+      windowed ? number('Waiting on rate/budget', fmtCount(s.heldBack ?? 0), 'heldBack') : null,
       // Leased by workers ahead of a slot of the cap: neither ready nor active.
       number('Claimed ahead', s.claimedAhead ?? 0, 'claimedAhead'),
       number('Shed (503)', q.refusals.shed, 'shed'),
@@ -395,8 +422,15 @@ const POLICY_FIELDS = [
   ['backoff.baseMs', 'Backoff base (ms)', 'first retry delay; doubles each attempt'],
   ['backoff.maxMs', 'Backoff max (ms)', 'longest retry delay'],
   ['backoff.jitter', 'Backoff jitter (0–1)', '0 = exact delays'],
+  ['rateLimit.count', 'Rate: starts per window', 'at most this many jobs start in any window; empty = no rate'],
+  ['rateLimit.periodMs', 'Rate window (ms)', 'the rate\'s window, e.g. 1000'],
+  ['budget.units', 'Budget: units per window', 'at most this much of the jobs\' cost starts in any window; empty = no budget'],
+  ['budget.periodMs', 'Budget window (ms)', 'the budget\'s window, e.g. 60000'],
+  ['maxWaitMs', 'Max wait (ms)', 'with a rate or a budget: sends that would wait longer get 503; empty = none'],
 ];
-const NULLABLE = new Set(['concurrency', 'perKeyConcurrency', 'maxPerKey', 'maxPending']);
+const NULLABLE = new Set(['concurrency', 'perKeyConcurrency', 'maxPerKey', 'maxPending', 'maxWaitMs']);
+/** Policy fields that are a window, { amount, periodMs } or null: null when every input is empty. */
+const WINDOW_POLICIES = new Set(['rateLimit', 'budget']);
 
 function policyView(name) {
   const form = h('form', { class: 'policy', id: 'policy-form' });
@@ -405,20 +439,22 @@ function policyView(name) {
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     act(`Save ${name}`, async () => {
-      // PUT replaces the whole policy: start from the stored one, change the edited fields.
-      const q = loaded;
-      const policy = {
-        concurrency: q.concurrency, perKeyConcurrency: q.perKeyConcurrency, maxPerKey: q.maxPerKey, maxPending: q.maxPending,
-        maxAttempts: q.maxAttempts, backoff: { ...q.backoff }, leaseSeconds: q.leaseSeconds, retryAfterSeconds: q.retryAfterSeconds,
-        paused: q.paused, retention: q.retention, archive: q.archive, deadLetterQueue: q.deadLetterQueue,
-      };
+      // PUT replaces the whole policy: start from the stored one (every field of it, those
+      // not on the form too), change the edited fields.
+      const { name: _name, createdAt: _created, updatedAt: _updated, stats: _stats, refusals: _refusals, ...policy } = loaded;
+      policy.backoff = { ...policy.backoff };
+      const windows = {};
       for (const [path] of POLICY_FIELDS) {
         const raw = form.elements[path].value.trim();
         const value = raw === '' ? null : Number(raw);
         if (raw !== '' && !Number.isFinite(value)) throw new Error(`${path} must be a number`);
         const [a, b] = path.split('.');
-        if (b) { if (value !== null) policy[a][b] = value; }
+        if (WINDOW_POLICIES.has(a)) (windows[a] ??= {})[b] = value;
+        else if (b) { if (value !== null) policy[a][b] = value; }
         else if (value !== null || NULLABLE.has(a)) policy[a] = value;
+      }
+      for (const [a, fields] of Object.entries(windows)) {
+        policy[a] = Object.values(fields).every((v) => v === null) ? null : fields;
       }
       loaded = await apiCall('PUT', `/api/queues/${encodeURIComponent(name)}`, policy);
       return `policy of ${name} saved`;
@@ -434,7 +470,7 @@ function policyView(name) {
       form.replaceChildren(
         ...POLICY_FIELDS.map(([path, label, hint]) => {
           const [a, b] = path.split('.');
-          const value = b ? loaded[a][b] : loaded[a];
+          const value = b ? loaded[a]?.[b] : loaded[a];
           const id = `policy-${path.replace('.', '-')}`;
           return h('div', {},
             h('label', { for: id }, label),

@@ -29,15 +29,18 @@ const sendOptions = {
 } as const;
 
 /** `{ count | units, periodMs }`: at most that many starts (or units of cost) in any window of periodMs. */
-const startWindow = (amount: 'count' | 'units', description: string) =>
+const startWindow = (amount: 'count' | 'units', description: string, amountDescription: string) =>
   ({
+    description: `${description}; null: none`,
     anyOf: [
       {
         type: 'object',
         additionalProperties: false,
         required: [amount, 'periodMs'],
-        properties: { [amount]: optionalInt(1, 2_147_483_647), periodMs: optionalInt(1, 86_400_000) },
-        description,
+        properties: {
+          [amount]: { ...optionalInt(1, 2_147_483_647), description: amountDescription },
+          periodMs: { ...optionalInt(1, 86_400_000), description: 'the window, in ms (up to a day)' },
+        },
       },
       { type: 'null' },
     ],
@@ -63,35 +66,53 @@ export const sendManyBody = {
   },
 } as const;
 
+const described = <T extends object>(schema: T, description: string) => ({ ...schema, description }) as const;
+
+/**
+ * A queue's policy fields: what PUT takes and what a queue answers with (resolved). A
+ * field added here is validated, accepted and documented in both.
+ */
+const policyFields = {
+  concurrency: described(nullableInt(1), 'global cap on running jobs across all processes; null: none'),
+  perKeyConcurrency: described(nullableInt(1), 'cap on running jobs of one key (round-robin across keys); null: none'),
+  maxPerKey: described(nullableInt(1), 'cap on pending + active jobs of one key, beyond it sends get 429; null: none'),
+  maxPending: described(nullableInt(0), 'shed threshold on ready depth, beyond it sends get 503; null: none'),
+  maxAttempts: described(optionalInt(1), 'attempts before a job is dead (default 5)'),
+  backoff: {
+    type: 'object',
+    additionalProperties: false,
+    description: 'retry delay min(maxMs, baseMs * 2^(attempt - 1)), scaled by a random factor in [1 - jitter, 1]',
+    properties: {
+      baseMs: described(optionalInt(0), 'first retry delay (default 1000)'),
+      maxMs: described(optionalInt(0), 'longest retry delay (default 3600000)'),
+      jitter: { type: 'number', minimum: 0, maximum: 1, description: 'random share of the delay (default 0.5)' },
+    },
+  },
+  leaseSeconds: described(optionalInt(1), 'lease a claim takes; heartbeats extend it (default 600)'),
+  retryAfterSeconds: described(optionalInt(0), 'what 503 and 429 refusals tell callers to wait (default 5)'),
+  paused: { type: 'boolean', description: 'a paused queue accepts jobs; none are claimed' },
+  retention: {
+    type: 'object',
+    additionalProperties: false,
+    description: 'how long finished jobs stay in the table',
+    properties: {
+      completedSeconds: described(optionalInt(0), 'default 86400'),
+      cancelledSeconds: described(optionalInt(0), 'default 86400'),
+      deadSeconds: described(optionalInt(0), 'default 1209600'),
+    },
+  },
+  archive: { type: 'boolean', description: 'move jobs past retention to job_archive instead of deleting them' },
+  deadLetterQueue: { anyOf: [queueName, { type: 'null' }], description: 'also send every job that dies here to this queue; null: none' },
+  rateLimit: startWindow('count', 'at most count jobs start in any window of periodMs (sliding, exact across processes)', 'starts per window'),
+  budget: startWindow('units', "at most units of jobs' cost start in any window of periodMs", 'units of cost per window'),
+  maxWaitMs: { type: ['integer', 'null'], minimum: 1, maximum: 86_400_000, description: 'refuse a send whose projected wait to start passes this (needs rateLimit or budget); null: none' },
+} as const;
+
 export const policyBody = {
   type: 'object',
   additionalProperties: false,
   description: 'the whole policy: an absent limit means no limit, an absent setting its default',
-  properties: {
-    concurrency: nullableInt(1),
-    perKeyConcurrency: nullableInt(1),
-    maxPerKey: nullableInt(1),
-    maxPending: nullableInt(0),
-    maxAttempts: optionalInt(1),
-    backoff: {
-      type: 'object',
-      additionalProperties: false,
-      properties: { baseMs: optionalInt(0), maxMs: optionalInt(0), jitter: { type: 'number', minimum: 0, maximum: 1 } },
-    },
-    leaseSeconds: optionalInt(1),
-    retryAfterSeconds: optionalInt(0),
-    paused: { type: 'boolean' },
-    retention: {
-      type: 'object',
-      additionalProperties: false,
-      properties: { completedSeconds: optionalInt(0), cancelledSeconds: optionalInt(0), deadSeconds: optionalInt(0) },
-    },
-    archive: { type: 'boolean' },
-    deadLetterQueue: { anyOf: [queueName, { type: 'null' }] },
-    rateLimit: startWindow('count', 'at most count jobs start in any window of periodMs (sliding, exact across processes)'),
-    budget: startWindow('units', "at most units of jobs' cost start in any window of periodMs"),
-    maxWaitMs: { type: ['integer', 'null'], minimum: 1, maximum: 86_400_000, description: 'refuse a send whose projected wait to start passes this (needs rateLimit or budget)' },
-  },
+  properties: policyFields,
 } as const;
 
 export const claimBody = {
@@ -117,7 +138,14 @@ export const completeBody = {
   type: 'object',
   required: ['leaseToken'],
   additionalProperties: false,
-  properties: { leaseToken, result: { description: 'any JSON value' } },
+  properties: {
+    leaseToken,
+    result: { description: 'any JSON value' },
+    cost: {
+      ...optionalInt(1, 2_147_483_647),
+      description: "the job's real cost (say, the model tokens it used): its queue's budget counts this instead of the cost it was sent with",
+    },
+  },
 } as const;
 
 export const failBody = {
@@ -166,4 +194,147 @@ export const errorResponse = {
   type: 'object',
   required: ['error', 'message'],
   properties: { error: { type: 'string' }, message: { type: 'string' } },
+} as const;
+
+// ---- responses: they document the answers in /openapi.json, and serialize them -------------
+// Objects keep properties they do not list (additionalProperties), so a field added to the
+// engine is answered before it is documented here.
+
+const dateTime = (description: string) => ({ type: 'string', format: 'date-time', description }) as const;
+const nullableDateTime = (description: string) => ({ type: ['string', 'null'], format: 'date-time', description }) as const;
+const nullableText = (description: string) => ({ type: ['string', 'null'], description }) as const;
+const int = (description: string) => ({ type: 'integer', description }) as const;
+
+/** A queue as stored: its name and every policy field, resolved. */
+export const queueResponse = {
+  type: 'object',
+  additionalProperties: true,
+  properties: {
+    name: queueName,
+    ...policyFields,
+    createdAt: dateTime('when the queue was created'),
+    updatedAt: dateTime('when its policy last changed'),
+  },
+} as const;
+
+/** `{ used, limit, periodMs }` of a rate or a budget, or null without one. */
+const windowUse = (description: string, used: string) =>
+  ({
+    description: `${description}; null: the queue has none`,
+    anyOf: [
+      {
+        type: 'object',
+        additionalProperties: true,
+        properties: {
+          used: int(`${used} in the last periodMs (above limit only after the limit was lowered)`),
+          limit: int('what the window allows'),
+          periodMs: int('the window, in ms'),
+        },
+      },
+      { type: 'null' },
+    ],
+  }) as const;
+
+export const queueStatsResponse = {
+  type: 'object',
+  additionalProperties: true,
+  description: 'counts read from the table now',
+  properties: {
+    queue: queueName,
+    ready: int('pending and due'),
+    scheduled: int('pending, not yet due'),
+    active: int('leased and running (holding a slot of the cap on a capped queue)'),
+    claimedAhead: int('claimed ahead by a worker of a capped queue, waiting for a slot'),
+    completed: int('completed, not yet removed by retention'),
+    cancelled: int('cancelled, not yet removed by retention'),
+    dead: int('dead, not yet removed by retention'),
+    oldestReadyAgeSeconds: { type: 'number', description: 'age of the oldest ready job (the lag); 0 when none is ready' },
+    concurrency: described(nullableInt(1), 'the global cap, to read active against'),
+    paused: { type: 'boolean', description: 'claims are stopped' },
+    rateUse: windowUse("what the rate has used of its current window", 'starts'),
+    budgetUse: windowUse('what the budget has used of its current window', 'units of cost started'),
+    heldBack: int('ready jobs the rate and the budget hold back now: beyond the room left in their windows, in claim order (all of them while a window is full); 0 without either'),
+  },
+} as const;
+
+/** A queue with its live counts and this server's refusals. */
+export const queueViewResponse = {
+  ...queueResponse,
+  properties: {
+    ...queueResponse.properties,
+    stats: queueStatsResponse,
+    refusals: {
+      type: 'object',
+      additionalProperties: true,
+      description: "sends this server refused since it started (its process's counters)",
+      properties: { shed: int('503 queue_full'), keyLimited: int('429 key_limit') },
+    },
+  },
+} as const;
+
+export const queueListResponse = {
+  type: 'object',
+  additionalProperties: true,
+  properties: { queues: { type: 'array', items: queueViewResponse } },
+} as const;
+
+const jobProperties = {
+  id: jobId,
+  queue: queueName,
+  state: { type: 'string', enum: ['pending', 'active', 'completed', 'cancelled', 'dead'] },
+  data: { description: 'the payload' },
+  key: nullableText('the key per-key limits count by'),
+  singletonKey: nullableText('at most one unfinished job with this key'),
+  priority: int('higher runs first'),
+  runAt: dateTime('not started before this time'),
+  attempts: int('attempts started so far, the current one included'),
+  maxAttempts: int('attempts before the job is dead'),
+  cost: int("what the job counts against its queue's budget when it starts (as sent, or as its worker reported it)"),
+  timeoutMs: described(nullableInt(1), 'how long each attempt may run; null: no limit'),
+  leaseExpiresAt: nullableDateTime('when the current lease ends'),
+  workerId: nullableText('the worker holding or last holding the job'),
+  result: { description: 'what the handler returned (completed jobs)' },
+  errors: {
+    type: 'array',
+    description: 'every failed attempt, oldest first',
+    items: {
+      type: 'object',
+      additionalProperties: true,
+      properties: {
+        message: { type: 'string' },
+        name: { type: 'string' },
+        stack: { type: 'string' },
+        attempt: { type: 'integer' },
+        startedAt: { type: ['string', 'null'] },
+        finishedAt: { type: 'string' },
+        workerId: { type: ['string', 'null'] },
+      },
+    },
+  },
+  createdAt: dateTime('when it was sent'),
+  startedAt: nullableDateTime('when its latest attempt started'),
+  finishedAt: nullableDateTime('when it completed, died or was cancelled'),
+} as const;
+
+export const jobResponse = { type: 'object', additionalProperties: true, properties: jobProperties } as const;
+
+export const claimResponse = {
+  type: 'object',
+  additionalProperties: true,
+  properties: {
+    jobs: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: true,
+        properties: { ...jobProperties, leaseToken: { type: 'string', description: 'present it to heartbeat, complete or fail the job' } },
+      },
+    },
+  },
+} as const;
+
+export const completeResponse = {
+  type: 'object',
+  additionalProperties: true,
+  properties: { id: jobId, state: { type: 'string', enum: ['completed'] } },
 } as const;

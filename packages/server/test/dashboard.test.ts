@@ -20,8 +20,9 @@ after(async () => {
   await browser?.close();
 });
 
+/** A new page of the browser (launched once per file), collecting the page's problems. */
 async function launch(): Promise<Page> {
-  browser = await chromium.launch({
+  browser ??= await chromium.launch({
     executablePath: CHROMIUM,
     args: [
       '--headless',
@@ -43,6 +44,17 @@ async function launch(): Promise<Page> {
   (page as Page & { problems: string[] }).problems = problems;
   return page;
 }
+
+/** A page signed in with the admin token, on the queues overview. */
+async function signedIn(url: string): Promise<Page> {
+  const page = await launch();
+  await page.goto(`${url}/`);
+  await page.getByLabel(/Admin token/).fill(TOKENS.adminToken);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  return page;
+}
+
+const problemsOf = (page: Page) => (page as Page & { problems: string[] }).problems;
 
 const text = async (page: Page, selector: string) => ((await page.locator(selector).first().textContent({ timeout: 500 }).catch(() => null)) ?? '').trim();
 
@@ -103,16 +115,44 @@ test('sign in, read counts, replay a dead job from the dashboard, render data as
   // No injected markup ran, and the page raised no errors.
   assert.equal(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss), undefined);
   assert.equal(await page.locator('img[src="x"]').count(), 0);
-  assert.deepEqual((page as Page & { problems: string[] }).problems, []);
+  assert.deepEqual(problemsOf(page), []);
+});
+
+test("a rated queue's card shows its rate and budget use live, and the jobs waiting on them", { skip: !existsSync(CHROMIUM) && 'no /usr/bin/chromium', timeout: 120_000 }, async () => {
+  const server = await startTestServer();
+  const { sluice } = server;
+  await sluice.queues.put('model', { rateLimit: { count: 50, periodMs: 600_000 }, budget: { units: 10_000, periodMs: 60_000 } });
+  await sluice.queues.put('plain', {});
+  // 520 + 36 × 100 = 4,120 units for the first 37; then 20 jobs of 1,000 each.
+  await sluice.sendMany('model', [520, ...Array<number>(36).fill(100), ...Array<number>(20).fill(1000)].map((cost, i) => ({ data: { i, note: XSS }, cost })));
+  assert.equal((await sluice.claim('model', { max: 37 })).length, 37);
+
+  const page = await signedIn(server.url);
+  const card = '[data-queue="model"]';
+  // The rate lets 13 more start, the budget 5 of 1,000 (5,880 units left): 15 of 20 wait.
+  await waitFor(async () => (await text(page, `${card} [data-kind="rateUse"] .value`)) === 'starts 37/50 per 10 min', { message: 'the rate use' });
+  assert.equal(await text(page, `${card} [data-kind="budgetUse"] .value`), 'units 4,120/10,000 per 60 s');
+  assert.equal(await text(page, `${card} [data-field="heldBack"] dd`), '15');
+  assert.equal(await page.locator(`${card} [data-kind="rateUse"] [role="meter"]`).getAttribute('aria-valuenow'), '37');
+  assert.equal(await page.locator('[data-queue="plain"] .bar.window').count(), 0, 'a queue without a rate or a budget shows neither');
+  assert.equal(await page.locator('[data-queue="plain"] [data-field="heldBack"]').count(), 0);
+
+  // Five more start through the pull API: the card follows without a reload, and the
+  // budget's 880 units left hold back every job still ready.
+  assert.equal((await sluice.claim('model', { max: 10 })).length, 5);
+  await waitFor(async () => (await text(page, `${card} [data-kind="budgetUse"] .value`)) === 'units 9,120/10,000 per 60 s', { message: 'the live budget use' });
+  assert.equal(await text(page, `${card} [data-kind="rateUse"] .value`), 'starts 42/50 per 10 min');
+  assert.equal(await text(page, `${card} [data-field="heldBack"] dd`), '15');
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-rate-budget.png'), fullPage: true });
+  assert.equal(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss), undefined);
+  assert.deepEqual(problemsOf(page), []);
 });
 
 test('edit a queue policy and pause/resume from the dashboard', { skip: !existsSync(CHROMIUM) && 'no /usr/bin/chromium', timeout: 120_000 }, async () => {
   const server = await startTestServer();
-  await server.sluice.queues.put('reports', { concurrency: 2, retention: { completedSeconds: 60 } });
-  const page = browser ? await browser.newPage() : await launch();
-  await page.goto(`${server.url}/`);
-  await page.getByLabel(/Admin token/).fill(TOKENS.adminToken);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await server.sluice.queues.put('reports', { concurrency: 2, retention: { completedSeconds: 60 }, budget: { units: 500, periodMs: 60_000 } });
+  const page = await signedIn(server.url);
 
   await page.getByRole('button', { name: 'Pause reports' }).click();
   await waitFor(async () => (await server.sluice.queues.get('reports'))?.paused === true, { message: 'paused' });
@@ -122,9 +162,25 @@ test('edit a queue policy and pause/resume from the dashboard', { skip: !existsS
   await page.getByRole('link', { name: 'Edit policy' }).click();
   await page.getByLabel('Global concurrency cap').fill('7');
   await page.getByLabel('Shed threshold (max ready)').fill('250');
+  assert.equal(await page.getByLabel('Budget: units per window').inputValue(), '500');
+  await page.getByLabel('Rate: starts per window').fill('10');
+  await page.getByLabel('Rate window (ms)').fill('1000');
+  await page.getByLabel('Max wait (ms)').fill('30000');
   await page.getByRole('button', { name: 'Save policy' }).click();
   await waitFor(async () => (await server.sluice.queues.get('reports'))?.maxPending === 250, { message: 'the saved policy' });
   const saved = await server.sluice.queues.get('reports');
   assert.equal(saved?.concurrency, 7);
   assert.equal(saved?.retention.completedSeconds, 60, 'fields not on the form are kept');
+  assert.deepEqual([saved?.rateLimit, saved?.budget, saved?.maxWaitMs], [{ count: 10, periodMs: 1000 }, { units: 500, periodMs: 60_000 }, 30_000]);
+
+  // Emptying a window's inputs removes it; a half-filled one is refused with the reason.
+  await page.getByLabel('Budget: units per window').fill('');
+  await page.getByLabel('Budget window (ms)').fill('');
+  await page.getByRole('button', { name: 'Save policy' }).click();
+  await waitFor(async () => (await server.sluice.queues.get('reports'))?.budget === null, { message: 'the budget removed' });
+  assert.deepEqual((await server.sluice.queues.get('reports'))?.rateLimit, { count: 10, periodMs: 1000 }, 'the rate kept');
+  await page.getByLabel('Rate window (ms)').fill('');
+  await page.getByRole('button', { name: 'Save policy' }).click();
+  await waitFor(async () => /Save reports failed: .*periodMs/.test(await text(page, '#status')), { message: 'the refusal' });
+  assert.deepEqual((await server.sluice.queues.get('reports'))?.rateLimit, { count: 10, periodMs: 1000 });
 });

@@ -192,3 +192,60 @@ test('health, readiness, metrics, OpenAPI and security headers', async () => {
   assert.equal(headers.get('x-frame-options'), 'DENY');
   assert.equal(headers.get('referrer-policy'), 'no-referrer');
 });
+
+test("a queue answers what its rate and budget have used, and the jobs they hold back", async () => {
+  await server.sluice.queues.put('rated', { rateLimit: { count: 2, periodMs: 600_000 }, budget: { units: 10_000, periodMs: 60_000 }, maxWaitMs: 3_600_000 });
+  for (const cost of [4000, 120, 5000, 900]) assert.equal((await producer('POST', '/api/queues/rated/jobs', { data: null, cost })).status, 202);
+  assert.equal((await producer('POST', '/api/queues/rated/claim', { max: 4 })).body.jobs.length, 2, 'the rate lets two start');
+  const read = await admin('GET', '/api/queues/rated');
+  assert.equal(read.status, 200, read.text);
+  assert.deepEqual(read.body.rateLimit, { count: 2, periodMs: 600_000 });
+  assert.deepEqual(read.body.budget, { units: 10_000, periodMs: 60_000 });
+  assert.equal(read.body.maxWaitMs, 3_600_000);
+  assert.deepEqual(read.body.stats.rateUse, { used: 2, limit: 2, periodMs: 600_000 });
+  assert.deepEqual(read.body.stats.budgetUse, { used: 4120, limit: 10_000, periodMs: 60_000 });
+  assert.deepEqual([read.body.stats.ready, read.body.stats.heldBack], [2, 2], 'the rate window is full');
+  const listed = (await admin('GET', '/api/queues')).body.queues.find((q: { name: string }) => q.name === 'rated');
+  const use = (stats: any) => [stats.rateUse, stats.budgetUse, stats.heldBack];
+  assert.deepEqual(use(listed.stats), use(read.body.stats), 'the list answers the same');
+  const plain = await admin('GET', '/api/queues/send');
+  assert.deepEqual([plain.body.rateLimit, plain.body.stats.rateUse, plain.body.stats.budgetUse, plain.body.stats.heldBack], [null, null, null, 0]);
+});
+
+test('OpenAPI describes every rate, budget, maxWaitMs, cost and timeoutMs field, asked and answered', async () => {
+  const { paths } = (await call(server.url, 'GET', '/openapi.json')).body;
+  const body = (op: any) => op.requestBody.content['application/json'].schema;
+  const answer = (op: any) => op.responses['200'].content['application/json'].schema;
+  const described = (schema: any, path: string[]) => {
+    let at = schema;
+    for (const name of path) {
+      at = (at.items ?? at).properties?.[name];
+      assert.ok(at, `${path.join('.')} is documented`);
+    }
+    assert.equal(typeof at.description, 'string', `${path.join('.')} has a description`);
+    assert.ok(at.description.length > 10, `${path.join('.')}: ${at.description}`);
+    return at;
+  };
+  const policy = [['rateLimit'], ['rateLimit', 'count'], ['rateLimit', 'periodMs'], ['budget'], ['budget', 'units'], ['budget', 'periodMs'], ['maxWaitMs']];
+  for (const path of policy) {
+    described(body(paths['/api/queues/{queue}'].put), path);
+    described(answer(paths['/api/queues/{queue}'].put), path);
+    described(answer(paths['/api/queues/{queue}'].get), path);
+    described(answer(paths['/api/queues'].get), ['queues', ...path]);
+    described(answer(paths['/api/queues/{queue}/pause'].post), path);
+  }
+  const use = [['stats', 'rateUse'], ['stats', 'rateUse', 'used'], ['stats', 'rateUse', 'limit'], ['stats', 'rateUse', 'periodMs'],
+    ['stats', 'budgetUse'], ['stats', 'budgetUse', 'used'], ['stats', 'budgetUse', 'limit'], ['stats', 'heldBack']];
+  for (const path of use) {
+    described(answer(paths['/api/queues/{queue}'].get), path);
+    described(answer(paths['/api/queues'].get), ['queues', ...path]);
+  }
+  for (const field of ['cost', 'timeoutMs']) {
+    described(body(paths['/api/queues/{queue}/jobs'].post), [field]);
+    described(body(paths['/api/queues/{queue}/jobs/bulk'].post), ['jobs', field]);
+    described(answer(paths['/api/jobs/{id}'].get), [field]);
+    described(answer(paths['/api/queues/{queue}/claim'].post), ['jobs', field]);
+  }
+  assert.equal(described(body(paths['/api/jobs/{id}/complete'].post), ['cost']).minimum, 1);
+  assert.equal(described(answer(paths['/api/queues/{queue}'].get), ['stats', 'rateUse']).nullable, true);
+});

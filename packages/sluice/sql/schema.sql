@@ -1007,6 +1007,39 @@ BEGIN
   END IF;
 END $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.start_use(q sluice.queue, p_now timestamp with time zone, OUT window_starts integer, OUT window_units bigint, OUT held bigint)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_room integer;
+  v_units bigint;
+  v_ready bigint;
+  v_fit bigint;
+BEGIN
+  IF q.rate_count IS NULL AND q.budget_units IS NULL THEN
+    RETURN;
+  END IF;
+  SELECT r.jobs, r.units INTO v_room, v_units FROM "sluice".start_room(q, p_now) r;
+  window_starts := q.rate_count - v_room;
+  window_units := q.budget_units - v_units;
+  SELECT count(*) INTO v_ready FROM "sluice".job j
+  WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= p_now;
+  v_fit := least(v_ready, greatest(coalesce(v_room, v_ready), 0));
+  IF v_units IS NOT NULL AND v_fit > 0 THEN
+    -- Every job costs at least 1: no more than v_units of them can fit.
+    SELECT count(*) INTO v_fit FROM (
+      SELECT sum(j.cost) OVER (ORDER BY j.priority DESC, j.run_at, j.id) AS spent
+      FROM "sluice".job j
+      WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= p_now
+      ORDER BY j.priority DESC, j.run_at, j.id
+      LIMIT least(v_fit, greatest(v_units, 0))
+    ) x
+    WHERE x.spent <= v_units;
+  END IF;
+  held := v_ready - v_fit;
+END $function$
+;
 CREATE OR REPLACE FUNCTION sluice.take_over_slots(p_queue text, p_in_hand integer[], p_ids bigint[], p_tokens uuid[], OUT moved bigint[], OUT left_over integer[])
  RETURNS record
  LANGUAGE plpgsql

@@ -93,6 +93,14 @@ export class Metrics {
     gauge('sluice_queue_budget_window_units', 'Units of cost started in the current window of the budget.', ['queue'], (g, rows) => {
       for (const r of rows) if (r.budget_window_units !== null) g.set({ queue: r.name }, Number(r.budget_window_units));
     });
+    gauge(
+      'sluice_queue_rate_held_jobs',
+      'Ready jobs the rate and the budget hold back: beyond the room left in their windows (all of them while a window is full). Absent without either.',
+      ['queue'],
+      (g, rows) => {
+        for (const r of rows) if (r.rate_held_jobs !== null) g.set({ queue: r.name }, Number(r.rate_held_jobs));
+      },
+    );
   }
 
   private rows(cacheMs: number): Promise<any[]> {

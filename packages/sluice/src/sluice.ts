@@ -21,7 +21,7 @@ import { Waker } from './queue/waker.js';
 import { Schedules } from './maintenance/schedules.js';
 import { Queues } from './queue/queues.js';
 import { validateInt, validateQueueName, validateSchemaName } from './queue/validate.js';
-import type { ClaimedJob, Emit, Job, Logger, SluiceEvents, ThroughputBucket, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
+import type { ClaimedJob, CompleteOptions, Emit, Job, Logger, SluiceEvents, ThroughputBucket, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
 import { Worker, type Handler, type WorkOptions } from './worker/worker.js';
 
 export interface SluiceOptions {
@@ -294,9 +294,12 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     return this.jobs.claim<Tasks[Q]>(queue, opts.max ?? 1, opts.workerId ?? 'pull');
   }
 
-  /** Complete a claimed job; `LeaseLostError` if the lease was lost. */
-  async complete(id: string, leaseToken: string, result?: unknown): Promise<void> {
-    const { queue } = await this.jobs.complete(id, leaseToken, result);
+  /**
+   * Complete a claimed job; `LeaseLostError` if the lease was lost. `{ cost }`: the job's
+   * real cost, which its queue's budget counts for its start (as a handler's `reportCost`).
+   */
+  async complete(id: string, leaseToken: string, result?: unknown, opts?: CompleteOptions): Promise<void> {
+    const { queue } = await this.jobs.complete(id, leaseToken, result, opts);
     this.emit('completed', { queue, ids: [id] });
   }
 
@@ -304,12 +307,16 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   async fail(id: string, leaseToken: string, error: { message: string; name?: string; stack?: string }): Promise<Job> {
     const job = await this.jobs.fail(id, leaseToken, error);
     if (job.state === 'dead') reportDead(this.logger, this.emitEvent, job);
+    else if (job.state === 'cancelled') this.emit('cancelled', job);
     else this.emit('failed', job);
     return job;
   }
 
-  /** Extend a claimed job's lease; returns the new expiry. `LeaseLostError` if the lease was lost. */
-  heartbeat(id: string, leaseToken: string, seconds?: number): Promise<Date> {
+  /**
+   * Extend a claimed job's lease: the new expiry, and whether a cancel of the job was asked
+   * for (stop, and fail it: it ends cancelled). `LeaseLostError` if the lease was lost.
+   */
+  heartbeat(id: string, leaseToken: string, seconds?: number): Promise<{ leaseExpiresAt: Date; cancelRequested: boolean }> {
     return this.jobs.heartbeat(id, leaseToken, seconds);
   }
 

@@ -126,6 +126,15 @@ export interface SendOptions {
   client?: pg.ClientBase;
 }
 
+/** What a pull worker may report with a completion. */
+export interface CompleteOptions {
+  /**
+   * The job's real cost (say, the model tokens it used), as a handler's `reportCost` sets it:
+   * its queue's budget counts this figure for the job's start. Integer ≥ 1.
+   */
+  cost?: number;
+}
+
 export interface SendManyItem<T = unknown> extends Omit<SendOptions, 'client'> {
   data: T;
 }
@@ -195,6 +204,23 @@ export interface QueueStats {
   /** The queue's global cap, for reading `active` against it. */
   concurrency: number | null;
   paused: boolean;
+  /** Starts in the current window of the queue's `rateLimit`, against its count; null without one. */
+  rateUse: WindowUse | null;
+  /** Units of cost started in the current window of the queue's `budget`, against its units; null without one. */
+  budgetUse: WindowUse | null;
+  /**
+   * Ready jobs the rate and the budget hold back now: beyond the room left in their windows,
+   * counted in claim order (all of them while a window is full). 0 without either.
+   */
+  heldBack: number;
+}
+
+/** What a rate or a budget has used of its current window: `used` of `limit` in the last `periodMs`. */
+export interface WindowUse {
+  /** Starts (a rate) or units of cost (a budget) in the window; above `limit` only after the limit was lowered. */
+  used: number;
+  limit: number;
+  periodMs: number;
 }
 
 /** Finished jobs in one time bucket (bucket start `at`). */

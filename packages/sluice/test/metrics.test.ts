@@ -100,3 +100,23 @@ test('a rate and a budget show what their current windows have used, read from t
   assert.equal(sample(text, 'sluice_jobs', { queue: plain, state: 'ready' }), 0, 'the plain queue is in this scrape');
   assert.equal(sample(text, 'sluice_queue_rate_window_starts', { queue: plain }), undefined, 'absent without a rate');
 });
+
+test('the ready jobs a rate or a budget holds back, read at scrape', async () => {
+  const sluice = await makeSluice();
+  const rated = uniqueQueue();
+  await sluice.queues.put(rated, { rateLimit: { count: 2, periodMs: 600_000 } });
+  await sluice.sendMany(rated, Array.from({ length: 5 }, (_, i) => ({ data: i })));
+  assert.equal((await sluice.claim(rated, { max: 5 })).length, 2);
+  const budgeted = uniqueQueue();
+  await sluice.queues.put(budgeted, { budget: { units: 100, periodMs: 600_000 } });
+  await sluice.sendMany(budgeted, Array.from({ length: 5 }, () => ({ data: null, cost: 30 })));
+  const plain = uniqueQueue();
+  await sluice.queues.put(plain, {});
+  await sluice.send(plain, null);
+  const text = await sluice.metrics.text();
+  assert.equal(sample(text, 'sluice_queue_rate_held_jobs', { queue: rated }), 3, 'the window is full: every ready job');
+  assert.equal(sample(text, 'sluice_queue_rate_held_jobs', { queue: budgeted }), 2, 'three of cost 30 fit in 100');
+  assert.equal(sample(text, 'sluice_jobs', { queue: plain, state: 'ready' }), 1, 'the plain queue is in this scrape');
+  assert.equal(sample(text, 'sluice_queue_rate_held_jobs', { queue: plain }), undefined, 'absent without a rate or a budget');
+  assert.match(text, /# TYPE sluice_queue_rate_held_jobs gauge/);
+});

@@ -1,9 +1,9 @@
 /** `sluice queues list | put | pause | resume`: queue policies. */
 import type { Command } from 'commander';
 import type { Queue, QueuePolicy } from 'sluice';
-import { integer, number, withDbOptions, withSluice, type DbFlags } from '../connect.js';
+import { duration, integer, number, perPeriod, withDbOptions, withSluice, type DbFlags } from '../connect.js';
 import type { CliIo } from '../io.js';
-import { renderTable } from '../table.js';
+import { formatPeriod, formatWindow, renderTable, WINDOWS } from '../table.js';
 
 interface PolicyFlags extends DbFlags {
   concurrency?: number;
@@ -22,6 +22,9 @@ interface PolicyFlags extends DbFlags {
   archive?: boolean;
   deadLetterQueue?: string;
   paused?: boolean;
+  rateLimit?: { amount: number; periodMs: number };
+  budget?: { amount: number; periodMs: number };
+  maxWait?: number;
 }
 
 function policyFrom(f: PolicyFlags): QueuePolicy {
@@ -36,6 +39,9 @@ function policyFrom(f: PolicyFlags): QueuePolicy {
   if (f.archive) policy.archive = true;
   if (f.paused) policy.paused = true;
   if (f.deadLetterQueue !== undefined) policy.deadLetterQueue = f.deadLetterQueue;
+  if (f.rateLimit) policy.rateLimit = { count: f.rateLimit.amount, periodMs: f.rateLimit.periodMs };
+  if (f.budget) policy.budget = { units: f.budget.amount, periodMs: f.budget.periodMs };
+  if (f.maxWait !== undefined) policy.maxWaitMs = f.maxWait;
   if (f.backoffBaseMs !== undefined || f.backoffMaxMs !== undefined || f.backoffJitter !== undefined) {
     policy.backoff = {
       ...(f.backoffBaseMs !== undefined ? { baseMs: f.backoffBaseMs } : {}),
@@ -57,8 +63,12 @@ const limit = (v: number | null) => (v === null ? '-' : String(v));
 
 function renderQueues(queues: Queue[]): string {
   return renderTable(
-    ['queue', 'cap', 'per key', 'max/key', 'max pending', 'attempts', 'lease', 'paused'],
-    queues.map((q) => [q.name, limit(q.concurrency), limit(q.perKeyConcurrency), limit(q.maxPerKey), limit(q.maxPending), q.maxAttempts, `${q.leaseSeconds}s`, q.paused ? 'yes' : 'no']),
+    ['queue', 'cap', 'per key', 'max/key', 'max pending', 'attempts', 'lease', 'paused', ...WINDOWS.map((w) => w.header), 'max wait'],
+    queues.map((q) => [
+      q.name, limit(q.concurrency), limit(q.perKeyConcurrency), limit(q.maxPerKey), limit(q.maxPending), q.maxAttempts, `${q.leaseSeconds}s`, q.paused ? 'yes' : 'no',
+      ...WINDOWS.map((w) => formatWindow(q[w.policy] as Record<string, number> | null, w.amount)),
+      q.maxWaitMs === null ? '-' : formatPeriod(q.maxWaitMs),
+    ]),
   );
 }
 
@@ -88,6 +98,9 @@ export function registerQueues(program: Command, io: CliIo): void {
       .option('--retain-dead-seconds <s>', 'keep dead jobs this long (default 1209600)', integer('--retain-dead-seconds'))
       .option('--archive', 'archive finished jobs past retention instead of deleting them')
       .option('--dead-letter-queue <queue>', 'also send jobs that die to this queue')
+      .option('--rate-limit <count/period>', 'at most COUNT jobs start in any window of PERIOD, e.g. 50/1s', perPeriod('--rate-limit'))
+      .option('--budget <units/period>', "at most UNITS of the jobs' cost start in any window of PERIOD, e.g. 10000/60s", perPeriod('--budget'))
+      .option('--max-wait <duration>', 'with a rate or a budget: refuse a send whose projected wait passes this, e.g. 30s (503)', duration('--max-wait'))
       .option('--paused', 'create or keep the queue paused'),
   ).action(async (name: string, flags: PolicyFlags) => {
     const queue = await withSluice(flags, io, (s) => s.queues.put(name, policyFrom(flags)));

@@ -1,9 +1,12 @@
-/** `sluice stats`: ready, scheduled, active against the cap, dead and lag, per queue. */
+/**
+ * `sluice stats`: ready, scheduled, active against the cap, dead and lag, per queue; and
+ * what its rate and budget have used of their windows, with the ready jobs they hold back.
+ */
 import type { Command } from 'commander';
 import type { QueueStats } from 'sluice';
 import { integer, withDbOptions, withSluice, type DbFlags } from '../connect.js';
 import type { CliIo } from '../io.js';
-import { formatAge, renderTable } from '../table.js';
+import { formatAge, formatUse, renderTable, WINDOWS } from '../table.js';
 
 interface StatsFlags extends DbFlags {
   queue?: string;
@@ -13,8 +16,12 @@ interface StatsFlags extends DbFlags {
 
 function render(stats: QueueStats[]): string {
   return renderTable(
-    ['queue', 'ready', 'scheduled', 'active/cap', 'dead', 'lag', 'paused'],
-    stats.map((s) => [s.queue, s.ready, s.scheduled, `${s.active}/${s.concurrency ?? '∞'}`, s.dead, formatAge(s.oldestReadyAgeSeconds), s.paused ? 'yes' : '']),
+    ['queue', 'ready', 'scheduled', 'active/cap', 'dead', 'lag', 'paused', ...WINDOWS.map((w) => `${w.header} used`), 'held'],
+    stats.map((s) => [
+      s.queue, s.ready, s.scheduled, `${s.active}/${s.concurrency ?? '∞'}`, s.dead, formatAge(s.oldestReadyAgeSeconds), s.paused ? 'yes' : '',
+      ...WINDOWS.map((w) => formatUse(s[w.use])),
+      s.heldBack,
+    ]),
   );
 }
 
@@ -22,7 +29,7 @@ export function registerStats(program: Command, io: CliIo): void {
   withDbOptions(
     program
       .command('stats')
-      .description('queue depths, active jobs against the cap, dead jobs and lag')
+      .description('queue depths, active jobs against the cap, dead jobs, lag, and rate and budget use')
       .option('--queue <name>', 'only this queue')
       .option('--watch [seconds]', 'refresh every N seconds (default 2) until interrupted', integer('--watch', 1))
       .option('--count <n>', 'with --watch: stop after N refreshes', integer('--count', 1)),

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { JobNotFoundError, type SendOptions } from 'sluice';
 import type { RouteContext } from '../context.js';
-import { jobParams, queueParams, sendBody, sendManyBody } from '../schemas.js';
+import { jobParams, jobResponse, queueParams, sendBody, sendManyBody } from '../schemas.js';
 
 interface SendRequestBody {
   data?: unknown;
@@ -63,7 +63,10 @@ export function jobRoutes(app: FastifyInstance, { sluice, apiAuth, adminAuth }: 
 
   app.get<{ Params: { id: string } }>(
     '/api/jobs/:id',
-    { onRequest: apiAuth, schema: { tags: ['producers'], summary: 'A job: payload, state, attempts and their errors, timings', params: jobParams } },
+    {
+      onRequest: apiAuth,
+      schema: { tags: ['producers'], summary: 'A job: payload, state, attempts and their errors, cost, timings', params: jobParams, response: { 200: jobResponse } },
+    },
     async (request) => {
       const job = await sluice.get(request.params.id);
       if (!job) throw new JobNotFoundError(request.params.id);
@@ -73,13 +76,13 @@ export function jobRoutes(app: FastifyInstance, { sluice, apiAuth, adminAuth }: 
 
   app.post<{ Params: { id: string } }>(
     '/api/jobs/:id/cancel',
-    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Cancel a pending or active job', params: jobParams } },
+    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Cancel a pending or active job', params: jobParams, response: { 200: jobResponse } } },
     async (request) => sluice.cancel(request.params.id),
   );
 
   app.post<{ Params: { id: string } }>(
     '/api/jobs/:id/replay',
-    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Replay a dead or cancelled job', params: jobParams } },
+    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Replay a dead or cancelled job', params: jobParams, response: { 200: jobResponse } } },
     async (request) => sluice.replay(request.params.id),
   );
 }

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { QueueNotFoundError, type Queue, type QueuePolicy, type Sluice } from 'sluice';
 import type { RouteContext } from '../context.js';
-import { policyBody, queueParams, throughputQuery } from '../schemas.js';
+import { policyBody, queueListResponse, queueParams, queueResponse, queueViewResponse, throughputQuery } from '../schemas.js';
 
 /** This process's refusal counters per queue (Prometheus counters of the Sluice instance). */
 async function refusalsByQueue(sluice: Sluice): Promise<Map<string, { shed: number; keyLimited: number }>> {
@@ -21,7 +21,10 @@ async function queueView(sluice: Sluice, queue: Queue, refusals: Map<string, { s
 export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteContext): void {
   app.get(
     '/api/queues',
-    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Every queue with its policy, counts and refusals since this server started' } },
+    {
+      onRequest: adminAuth,
+      schema: { tags: ['admin'], summary: 'Every queue with its policy, counts and refusals since this server started', response: { 200: queueListResponse } },
+    },
     async () => {
       const [queues, refusals] = await Promise.all([sluice.queues.list(), refusalsByQueue(sluice)]);
       return { queues: await Promise.all(queues.map((q) => queueView(sluice, q, refusals))) };
@@ -30,7 +33,15 @@ export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteCo
 
   app.get<{ Params: { queue: string } }>(
     '/api/queues/:queue',
-    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'One queue with its policy and counts', params: queueParams } },
+    {
+      onRequest: adminAuth,
+      schema: {
+        tags: ['admin'],
+        summary: "One queue with its policy and counts: what its rate and budget have used of their windows, and the ready jobs they hold back",
+        params: queueParams,
+        response: { 200: queueViewResponse },
+      },
+    },
     async (request) => {
       const queue = await sluice.queues.get(request.params.queue);
       if (!queue) throw new QueueNotFoundError(request.params.queue);
@@ -42,20 +53,26 @@ export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteCo
     '/api/queues/:queue',
     {
       onRequest: adminAuth,
-      schema: { tags: ['admin'], summary: "Create a queue or replace its whole policy (caps, shedding, retries)", params: queueParams, body: policyBody },
+      schema: {
+        tags: ['admin'],
+        summary: 'Create a queue or replace its whole policy (caps, shedding, rates and budgets, retries)',
+        params: queueParams,
+        body: policyBody,
+        response: { 200: queueResponse },
+      },
     },
     async (request) => sluice.queues.put(request.params.queue, request.body ?? {}),
   );
 
   app.post<{ Params: { queue: string } }>(
     '/api/queues/:queue/pause',
-    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Stop claims (sends are still accepted)', params: queueParams } },
+    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Stop claims (sends are still accepted)', params: queueParams, response: { 200: queueResponse } } },
     async (request) => sluice.queues.pause(request.params.queue),
   );
 
   app.post<{ Params: { queue: string } }>(
     '/api/queues/:queue/resume',
-    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Resume claims', params: queueParams } },
+    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Resume claims', params: queueParams, response: { 200: queueResponse } } },
     async (request) => sluice.queues.resume(request.params.queue),
   );
 

@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { QueueNotFoundError } from 'sluice';
 import type { RouteContext } from '../context.js';
-import { claimBody, completeBody, failBody, heartbeatBody, jobParams, queueParams } from '../schemas.js';
+import { claimBody, claimResponse, completeBody, completeResponse, failBody, heartbeatBody, jobParams, queueParams } from '../schemas.js';
 
 export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteContext): void {
   app.post<{ Params: { queue: string }; Body: { max?: number; leaseSeconds?: number; workerId?: string } }>(
@@ -18,6 +18,7 @@ export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteCon
         summary: 'Claim up to `max` jobs; each comes with the `leaseToken` its results must present',
         params: queueParams,
         body: claimBody,
+        response: { 200: claimResponse },
       },
     },
     async (request) => {
@@ -29,7 +30,7 @@ export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteCon
         // The claim takes the queue's lease; a requested lease replaces it at once.
         await Promise.all(
           jobs.map(async (job) => {
-            job.leaseExpiresAt = await sluice.heartbeat(job.id, job.leaseToken, leaseSeconds);
+            job.leaseExpiresAt = (await sluice.heartbeat(job.id, job.leaseToken, leaseSeconds)).leaseExpiresAt;
           }),
         );
       }
@@ -39,18 +40,36 @@ export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteCon
 
   app.post<{ Params: { id: string }; Body: { leaseToken: string; leaseSeconds?: number } }>(
     '/api/jobs/:id/heartbeat',
-    { onRequest: apiAuth, schema: { tags: ['workers'], summary: "Extend a claimed job's lease", params: jobParams, body: heartbeatBody } },
+    {
+      onRequest: apiAuth,
+      schema: {
+        tags: ['workers'],
+        summary: "Extend a claimed job's lease; `cancelRequested` says the job was cancelled: stop, and fail it (it then ends cancelled)",
+        params: jobParams,
+        body: heartbeatBody,
+      },
+    },
     async (request) => {
-      const leaseExpiresAt = await sluice.heartbeat(request.params.id, request.body.leaseToken, request.body.leaseSeconds);
-      return { id: request.params.id, leaseExpiresAt };
+      const beat = await sluice.heartbeat(request.params.id, request.body.leaseToken, request.body.leaseSeconds);
+      return { id: request.params.id, ...beat };
     },
   );
 
-  app.post<{ Params: { id: string }; Body: { leaseToken: string; result?: unknown } }>(
+  app.post<{ Params: { id: string }; Body: { leaseToken: string; result?: unknown; cost?: number } }>(
     '/api/jobs/:id/complete',
-    { onRequest: apiAuth, schema: { tags: ['workers'], summary: 'Complete a claimed job with an optional result', params: jobParams, body: completeBody } },
+    {
+      onRequest: apiAuth,
+      schema: {
+        tags: ['workers'],
+        summary: "Complete a claimed job with an optional result and its real cost (what its queue's budget counts)",
+        params: jobParams,
+        body: completeBody,
+        response: { 200: completeResponse },
+      },
+    },
     async (request) => {
-      await sluice.complete(request.params.id, request.body.leaseToken, request.body.result ?? null);
+      const { leaseToken, result = null, cost } = request.body;
+      await sluice.complete(request.params.id, leaseToken, result, cost === undefined ? {} : { cost });
       return { id: request.params.id, state: 'completed' };
     },
   );

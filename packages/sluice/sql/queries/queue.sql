@@ -56,14 +56,20 @@ SELECT
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'cancelled') AS cancelled,
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'dead') AS dead,
   (SELECT extract(epoch FROM coalesce($2::timestamptz, now()) - min(run_at))
-     FROM :SCHEMA.job WHERE queue = $1 AND state = 'pending' AND run_at <= coalesce($2::timestamptz, now())) AS oldest_ready_age_seconds;
+     FROM :SCHEMA.job WHERE queue = $1 AND state = 'pending' AND run_at <= coalesce($2::timestamptz, now())) AS oldest_ready_age_seconds,
+  -- What the rate and the budget have used of their windows, and the ready jobs they hold
+  -- back (sql/functions/use.sql): NULL without them.
+  u.window_starts, u.window_units, u.held
+FROM :SCHEMA.queue q
+LEFT JOIN LATERAL :SCHEMA.start_use(q, coalesce($2::timestamptz, now())) u ON true
+WHERE q.name = $1;
 
 -- name: MetricsSnapshot
 -- Every queue's gauges in one statement, each count read from a partial index.
 -- Completed and cancelled totals are counters of the processes, not gauges (counting
 -- a large finished set at every scrape would not be cheap).
 SELECT q.name, q.concurrency, q.paused, q.rate_count, q.budget_units,
-  q.rate_count - room.jobs AS rate_window_starts, q.budget_units - room.units AS budget_window_units,
+  u.window_starts AS rate_window_starts, u.window_units AS budget_window_units, u.held AS rate_held_jobs,
   (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= now()) AS ready,
   (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at > now()) AS scheduled,
   (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'active' AND j.slot IS DISTINCT FROM 0) AS active,
@@ -72,8 +78,9 @@ SELECT q.name, q.concurrency, q.paused, q.rate_count, q.budget_units,
   (SELECT coalesce(extract(epoch FROM now() - min(j.run_at)), 0) FROM :SCHEMA.job j
      WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= now()) AS oldest_ready_age_seconds
 FROM :SCHEMA.queue q
--- What the rate and the budget have used of their current windows (rate.sql): NULL without them.
-LEFT JOIN LATERAL :SCHEMA.start_room(q, now()) room ON true
+-- What the rate and the budget have used of their current windows, and the ready jobs they
+-- hold back (use.sql): NULL without them.
+LEFT JOIN LATERAL :SCHEMA.start_use(q, now()) u ON true
 ORDER BY q.name;
 
 -- name: QueueThroughput

@@ -8,9 +8,9 @@
  */
 import { databaseUnavailable, type Db, type Queryable } from '../db/db.js';
 import { AdmissionUnavailableError, InvalidStateError, JobNotFoundError, LeaseLostError, QueueNotFoundError, ValidationError } from '../errors.js';
-import type { ClaimedJob, Job, QueueStats, ThroughputBucket, SendManyItem, SendOptions, SendResult } from '../types.js';
+import type { ClaimedJob, CompleteOptions, Job, QueueStats, ThroughputBucket, SendManyItem, SendOptions, SendResult } from '../types.js';
 import { toJob, toQueue, toStats } from './rows.js';
-import { serializePayload, validateInt, validateJobId, validateQueueName, validateSendOptions, validateStorableText, validateWorkerId, storableText } from './validate.js';
+import { serializePayload, validateCompleteOptions, validateInt, validateJobId, validateQueueName, validateSendOptions, validateStorableText, validateWorkerId, storableText } from './validate.js';
 import type { Waker } from './waker.js';
 
 export interface JobsConfig {
@@ -142,13 +142,25 @@ export class Jobs {
     return rows.map((r) => ({ ...toJob<T>(r), leaseToken: r.lease_token as string }));
   }
 
-  /** Complete a claimed job. Throws `LeaseLostError` if the token no longer holds it. */
-  async complete(id: string, leaseToken: string, result: unknown = null): Promise<{ queue: string }> {
+  /**
+   * Complete a claimed job. Throws `LeaseLostError` if the token no longer holds it. With
+   * `cost`, the job's real cost is written first in the same transaction, as a handler's
+   * `reportCost` writes it (JobReportCost, fenced by the same token): both or neither.
+   */
+  async complete(id: string, leaseToken: string, result: unknown = null, opts: CompleteOptions = {}): Promise<{ queue: string }> {
     const jobId = checkId(id);
     const token = checkToken(leaseToken);
     const json = serializePayload(result === undefined ? null : result, this.config.maxPayloadBytes, 'result');
+    const cost = validateCompleteOptions(opts).cost;
     await this.ready();
-    const rows = await this.db.run('JobCompleteMany', [[jobId], [token], [json], this.config.now(), this.config.notify]);
+    const complete = (client?: Queryable) => this.db.run('JobCompleteMany', [[jobId], [token], [json], this.config.now(), this.config.notify], client);
+    const rows =
+      cost === null
+        ? await complete()
+        : await this.db.transaction(async (client) => {
+            const reported = await this.db.run('JobReportCost', [jobId, token, cost], client);
+            return reported.length === 0 ? [] : complete(client);
+          });
     if (rows.length === 0) throw new LeaseLostError(jobId);
     return { queue: rows[0].queue };
   }
@@ -170,15 +182,19 @@ export class Jobs {
     return toJob(rows[0]);
   }
 
-  /** Extend a claimed job's lease. Throws `LeaseLostError` if the token no longer holds it. */
-  async heartbeat(id: string, leaseToken: string, seconds?: number): Promise<Date> {
+  /**
+   * Extend a claimed job's lease; says whether a cancel of the job was asked for (its
+   * worker should stop and fail it, which ends it cancelled). Throws `LeaseLostError` if
+   * the token no longer holds it.
+   */
+  async heartbeat(id: string, leaseToken: string, seconds?: number): Promise<{ leaseExpiresAt: Date; cancelRequested: boolean }> {
     const jobId = checkId(id);
     const token = checkToken(leaseToken);
     const s = validateInt(seconds, 'seconds', { min: 1, max: 7 * 24 * 3600 });
     await this.ready();
     const [row] = await this.db.run('JobHeartbeat', [jobId, token, s, this.config.now()]);
     if (!row) throw new LeaseLostError(jobId);
-    return row.lease_expires_at;
+    return { leaseExpiresAt: row.lease_expires_at, cancelRequested: row.cancel_requested };
   }
 
   async get<T = unknown>(id: string): Promise<Job<T> | null> {
@@ -228,6 +244,7 @@ export class Jobs {
     const [q] = await this.db.run('QueueGet', [queue]);
     if (!q) throw new QueueNotFoundError(queue);
     const [row] = await this.db.run('QueueStats', [queue, this.config.now()]);
+    if (!row) throw new QueueNotFoundError(queue);
     return toStats(toQueue(q), row);
   }
 

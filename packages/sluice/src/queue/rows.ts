@@ -79,5 +79,8 @@ export function toStats(queue: Queue, r: any): QueueStats {
     oldestReadyAgeSeconds: Math.max(0, Number(r.oldest_ready_age_seconds ?? 0)),
     concurrency: queue.concurrency,
     paused: queue.paused,
+    rateUse: queue.rateLimit && { used: Number(r.window_starts ?? 0), limit: queue.rateLimit.count, periodMs: queue.rateLimit.periodMs },
+    budgetUse: queue.budget && { used: Number(r.window_units ?? 0), limit: queue.budget.units, periodMs: queue.budget.periodMs },
+    heldBack: Number(r.held ?? 0),
   };
 }

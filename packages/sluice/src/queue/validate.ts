@@ -210,6 +210,16 @@ export function validateSendOptions(opts: Omit<SendOptions, 'client'> | undefine
   };
 }
 
+/** `complete()`'s options: an object with at most a `cost`, an integer ≥ 1. */
+export function validateCompleteOptions(opts: unknown): { cost: number | null } {
+  if (opts === undefined || opts === null) return { cost: null };
+  if (typeof opts !== 'object' || Array.isArray(opts)) throw new ValidationError('options must be an object', 'options');
+  for (const field of Object.keys(opts)) {
+    if (field !== 'cost') throw new ValidationError(`unknown complete option "${field}"`, field);
+  }
+  return { cost: validateInt((opts as { cost?: unknown }).cost, 'cost', { min: 1, max: MAX_INT }) };
+}
+
 /**
  * Serialise a payload to JSON text after checking that JSON (and PostgreSQL's jsonb) can
  * hold it exactly: no undefined, functions, symbols, bigints, non-finite numbers, cycles
