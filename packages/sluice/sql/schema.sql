@@ -60,7 +60,8 @@ CREATE TABLE sluice.job_start (
   queue text NOT NULL,
   started_at timestamp with time zone NOT NULL,
   units integer NOT NULL,
-  job_id bigint NOT NULL
+  job_id bigint NOT NULL,
+  key text
 );
 
 CREATE TABLE sluice.key_cursor (
@@ -109,6 +110,10 @@ CREATE TABLE sluice.queue (
   budget_units bigint,
   budget_period_ms integer,
   max_wait_ms integer,
+  key_rate_count integer,
+  key_rate_period_ms integer,
+  key_budget_units bigint,
+  key_budget_period_ms integer,
   CONSTRAINT queue_backoff_base_ms_check CHECK (backoff_base_ms >= 0),
   CONSTRAINT queue_backoff_jitter_check CHECK (backoff_jitter >= 0::double precision AND backoff_jitter <= 1::double precision),
   CONSTRAINT queue_budget_period_ms_check CHECK (budget_period_ms > 0),
@@ -117,6 +122,12 @@ CREATE TABLE sluice.queue (
   CONSTRAINT queue_check CHECK (backoff_max_ms >= backoff_base_ms),
   CONSTRAINT queue_check1 CHECK (dead_letter_queue <> name),
   CONSTRAINT queue_concurrency_check CHECK (concurrency > 0),
+  CONSTRAINT queue_key_budget_period_ms_check CHECK (key_budget_period_ms > 0),
+  CONSTRAINT queue_key_budget_units_check CHECK (key_budget_units > 0),
+  CONSTRAINT queue_key_budget_whole CHECK ((key_budget_units IS NULL) = (key_budget_period_ms IS NULL)),
+  CONSTRAINT queue_key_rate_count_check CHECK (key_rate_count > 0),
+  CONSTRAINT queue_key_rate_period_ms_check CHECK (key_rate_period_ms > 0),
+  CONSTRAINT queue_key_rate_whole CHECK ((key_rate_count IS NULL) = (key_rate_period_ms IS NULL)),
   CONSTRAINT queue_lease_seconds_check CHECK (lease_seconds > 0),
   CONSTRAINT queue_max_attempts_check CHECK (max_attempts > 0),
   CONSTRAINT queue_max_pending_check CHECK (max_pending >= 0),
@@ -163,6 +174,7 @@ CREATE INDEX job_key_pending_idx ON sluice.job USING btree (queue, key, priority
 CREATE INDEX job_keyless_pending_idx ON sluice.job USING btree (queue, priority DESC, run_at, id) WHERE ((state = 'pending'::sluice.job_state) AND (key IS NULL));
 CREATE INDEX job_ready_idx ON sluice.job USING btree (queue, priority DESC, run_at, id) WHERE (state = 'pending'::sluice.job_state);
 CREATE UNIQUE INDEX job_singleton_idx ON sluice.job USING btree (queue, singleton_key) WHERE ((singleton_key IS NOT NULL) AND (state = ANY (ARRAY['pending'::sluice.job_state, 'active'::sluice.job_state])));
+CREATE INDEX job_start_key_window ON sluice.job_start USING btree (queue, key, started_at) WHERE (key IS NOT NULL);
 CREATE INDEX job_start_window ON sluice.job_start USING btree (queue, started_at);
 
 -- Functions
@@ -283,6 +295,7 @@ DECLARE
   v_reuse integer[] := '{}';
   v_slotted integer;
   v_rated boolean;
+  v_key_rated boolean;
   v_room integer;
   v_units bigint;
 BEGIN
@@ -304,6 +317,13 @@ BEGIN
   END IF;
 
   v_rated := q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL;
+  v_key_rated := q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL;
+  IF v_key_rated AND NOT v_rated THEN
+    -- Per-key rates and budgets are counted under the keys' locks (pick_per_key), at the
+    -- time read here. Nothing is claimed ahead, as below.
+    v_now := coalesce(p_now, clock_timestamp());
+    v_limit := least(v_limit, greatest(p_limit, 0));
+  END IF;
   IF v_rated THEN
     -- Starts by rate and budget (rate.sql): counted under the queue's lock, at the time
     -- it is held, and recorded below before it is released. Nothing is claimed ahead: a
@@ -350,7 +370,7 @@ BEGIN
     END IF;
   END IF;
 
-  IF q.per_key_concurrency IS NULL THEN
+  IF q.per_key_concurrency IS NULL AND NOT v_key_rated THEN
     v_ids := ARRAY(
       SELECT n.id FROM "sluice".job n
       WHERE n.queue = p_queue AND n.state = 'pending' AND n.run_at <= v_now
@@ -399,9 +419,9 @@ BEGIN
   )
   SELECT * FROM claimed ORDER BY priority DESC, run_at, id;
 
-  IF v_rated AND cardinality(v_ids) > 0 THEN
-    INSERT INTO "sluice".job_start (queue, started_at, units, job_id)
-    SELECT p_queue, v_now, j.cost, j.id FROM "sluice".job j WHERE j.id = ANY (v_ids);
+  IF (v_rated OR v_key_rated) AND cardinality(v_ids) > 0 THEN
+    INSERT INTO "sluice".job_start (queue, started_at, units, job_id, key)
+    SELECT p_queue, v_now, j.cost, j.id, CASE WHEN v_key_rated THEN j.key END FROM "sluice".job j WHERE j.id = ANY (v_ids);
   END IF;
 END $function$
 ;
@@ -537,6 +557,50 @@ BEGIN
   END LOOP;
 END $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.key_start_at(q sluice.queue, p_key text, p_cost integer, p_now timestamp with time zone)
+ RETURNS timestamp with time zone
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+DECLARE
+  v_rate_at timestamptz;
+  v_budget_at timestamptz;
+BEGIN
+  IF q.key_rate_count IS NOT NULL THEN
+    SELECT s.started_at + q.key_rate_period_ms * interval '1 millisecond' INTO v_rate_at
+    FROM "sluice".job_start s
+    WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_rate_period_ms * interval '1 millisecond'
+    ORDER BY s.started_at DESC OFFSET q.key_rate_count - 1 LIMIT 1;
+  END IF;
+  IF q.key_budget_units IS NOT NULL THEN
+    SELECT x.started_at + q.key_budget_period_ms * interval '1 millisecond' INTO v_budget_at
+    FROM (
+      SELECT s.started_at, sum(s.units) OVER (ORDER BY s.started_at DESC, s.job_id DESC) AS newer
+      FROM "sluice".job_start s
+      WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_budget_period_ms * interval '1 millisecond'
+    ) x
+    WHERE x.newer + p_cost > q.key_budget_units
+    ORDER BY x.started_at DESC LIMIT 1;
+  END IF;
+  RETURN greatest(v_rate_at, v_budget_at);
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.key_start_room(q sluice.queue, p_key text, p_now timestamp with time zone, OUT jobs integer, OUT units bigint)
+ RETURNS record
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+BEGIN
+  IF q.key_rate_count IS NOT NULL THEN
+    SELECT q.key_rate_count - count(*) INTO jobs FROM "sluice".job_start s
+    WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_rate_period_ms * interval '1 millisecond';
+  END IF;
+  IF q.key_budget_units IS NOT NULL THEN
+    SELECT q.key_budget_units - coalesce(sum(s.units), 0) INTO units FROM "sluice".job_start s
+    WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_budget_period_ms * interval '1 millisecond';
+  END IF;
+END $function$
+;
 CREATE OR REPLACE FUNCTION sluice.lone_claim(p_queue text, p_limit integer, p_worker_id text, p_now timestamp with time zone, p_ahead integer)
  RETURNS SETOF sluice.job
  LANGUAGE plpgsql
@@ -545,7 +609,8 @@ BEGIN
   IF pg_current_xact_id_if_assigned() IS NULL AND EXISTS (
        SELECT 1 FROM "sluice".queue
        WHERE name = p_queue AND concurrency IS NULL AND per_key_concurrency IS NULL
-         AND rate_count IS NULL AND budget_units IS NULL) THEN
+         AND rate_count IS NULL AND budget_units IS NULL
+         AND key_rate_count IS NULL AND key_budget_units IS NULL) THEN
     PERFORM set_config('synchronous_commit', 'off', true);
   END IF;
   RETURN QUERY SELECT * FROM "sluice".claim(p_queue, p_limit, p_worker_id, p_now, p_ahead);
@@ -560,10 +625,19 @@ DECLARE
   v_now timestamptz := coalesce(p_now, clock_timestamp());
   v_rate_at timestamptz;
   v_budget_at timestamptz;
+  v_key_at timestamptz;
   v_cost integer;
+  v_cursor text;
+  v_from text;
+  v_key text;
+  v_priority integer;
+  v_run_at timestamptz;
+  v_wrapped boolean := false;
+  v_at timestamptz;
 BEGIN
   SELECT * INTO q FROM "sluice".queue WHERE name = p_queue;
-  IF q.name IS NULL OR (q.rate_count IS NULL AND q.budget_units IS NULL) THEN
+  IF q.name IS NULL OR (q.rate_count IS NULL AND q.budget_units IS NULL
+                        AND q.key_rate_count IS NULL AND q.key_budget_units IS NULL) THEN
     RETURN NULL;
   END IF;
   IF q.rate_count IS NOT NULL THEN
@@ -587,7 +661,37 @@ BEGIN
     WHERE x.newer + coalesce(v_cost, 1) > q.budget_units
     ORDER BY x.started_at DESC LIMIT 1;
   END IF;
-  RETURN greatest(0, ceil(extract(epoch FROM greatest(v_rate_at, v_budget_at) - v_now) * 1000) + 1)::integer;
+  IF (q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL) AND NOT EXISTS (
+       SELECT 1 FROM "sluice".job j
+       WHERE j.queue = p_queue AND j.state = 'pending' AND j.key IS NULL AND j.run_at <= v_now) THEN
+    SELECT c.key INTO v_cursor FROM "sluice".key_cursor c WHERE c.queue = p_queue;
+    v_from := coalesce(v_cursor, '');
+    FOR v_step IN 1..100 LOOP
+      -- The next key with a pending job: its most urgent one (an index probe).
+      SELECT j.key, j.priority, j.run_at, j.cost INTO v_key, v_priority, v_run_at, v_cost FROM "sluice".job j
+      WHERE j.queue = p_queue AND j.state = 'pending' AND j.key > v_from
+      ORDER BY j.key, j.priority DESC, j.run_at, j.id LIMIT 1;
+      IF NOT FOUND OR (v_wrapped AND v_key > v_cursor) THEN
+        EXIT WHEN v_wrapped OR v_cursor IS NULL;
+        v_wrapped := true;
+        v_from := '';
+        CONTINUE;
+      END IF;
+      v_from := v_key;
+      CONTINUE WHEN v_run_at > v_now AND NOT "sluice".key_has_ready_job(p_queue, v_key, v_priority, v_now);
+      CONTINUE WHEN q.per_key_concurrency IS NOT NULL AND (
+        SELECT count(*) FROM "sluice".job a
+        WHERE a.queue = p_queue AND a.state = 'active' AND a.key = v_key) >= q.per_key_concurrency;
+      -- A key whose first job is not due: its due one's cost is not read (1 is the earliest).
+      v_at := coalesce("sluice".key_start_at(q, v_key, CASE WHEN v_run_at <= v_now THEN v_cost ELSE 1 END, v_now), v_now);
+      v_key_at := least(v_key_at, v_at);
+      IF v_key_at <= v_now THEN
+        v_key_at := NULL; -- a key may start now
+        EXIT;
+      END IF;
+    END LOOP;
+  END IF;
+  RETURN greatest(0, ceil(extract(epoch FROM greatest(v_rate_at, v_budget_at, v_key_at) - v_now) * 1000) + 1)::integer;
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.pick_per_key(q sluice.queue, p_limit integer, p_now timestamp with time zone)
@@ -599,10 +703,14 @@ DECLARE
   v_from text;
   v_batch text[];
   v_ids bigint[] := '{}';
-  -- Keys that gave a job in round 1, in walk order, and the room each had; NULL is the
-  -- keyless turn (unlimited room), at v_keyless_pos among them.
+  -- Keys that gave a job in round 1, in walk order, the room each had and the units of its
+  -- budget left (NULL: no budget); NULL is the keyless turn (unlimited room), at
+  -- v_keyless_pos among them.
   v_keys text[] := '{}';
   v_rooms integer[] := '{}';
+  v_units bigint[] := '{}';
+  v_more_costs integer[];
+  v_key_rated boolean := q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL;
   v_keyless_pos integer;
   v_more bigint[];
   v_more_keys text[];
@@ -624,6 +732,7 @@ BEGIN
         v_ids := v_ids || v_id;
         v_keys := v_keys || NULL::text;
         v_rooms := v_rooms || p_limit;
+        v_units := v_units || NULL::bigint;
         v_keyless_pos := cardinality(v_keys);
       END IF;
       CONTINUE;
@@ -651,25 +760,32 @@ BEGIN
                    -- No job due yet: passed over (its later jobs are not read).
                    WHEN w.run_at > p_now AND NOT "sluice".key_has_ready_job(q.name, w.key, w.priority, p_now) THEN false
                    -- Full as of this statement's snapshot: passed over without its lock.
-                   WHEN (SELECT count(*) FROM "sluice".job a
+                   WHEN q.per_key_concurrency IS NOT NULL AND (SELECT count(*) FROM "sluice".job a
                          WHERE a.queue = q.name AND a.state = 'active' AND a.key = w.key) >= q.per_key_concurrency THEN false
+                   WHEN v_key_rated AND (SELECT r.jobs <= 0 OR r.units <= 0 FROM "sluice".key_start_room(q, w.key, p_now) r) THEN false
                    ELSE pg_try_advisory_xact_lock(hashtext('sluice.claim_key'), hashtext(q.name || '/' || w.key)) END
         LIMIT v_want);
       EXIT WHEN cardinality(v_batch) = 0;
-      -- A new statement, so a snapshot taken after the locks: each key's running count,
-      -- and the next job of each key with room.
+      -- A new statement, so a snapshot taken after the locks: each key's running count and
+      -- starts in its windows, and the next job of each key with room, if it fits.
       SELECT v_ids || coalesce(array_agg(c.id ORDER BY k.pos), '{}'),
              v_keys || coalesce(array_agg(k.key ORDER BY k.pos), '{}'),
-             v_rooms || coalesce(array_agg(q.per_key_concurrency - r.running ORDER BY k.pos), '{}')
-      INTO v_ids, v_keys, v_rooms
+             v_rooms || coalesce(array_agg(r.room ORDER BY k.pos), '{}'),
+             v_units || coalesce(array_agg(r.units - c.cost ORDER BY k.pos), '{}')
+      INTO v_ids, v_keys, v_rooms, v_units
       FROM unnest(v_batch) WITH ORDINALITY AS k(key, pos)
-      CROSS JOIN LATERAL (SELECT count(*)::integer AS running FROM "sluice".job a
-                          WHERE a.queue = q.name AND a.state = 'active' AND a.key = k.key) r
-      CROSS JOIN LATERAL (SELECT j.id FROM "sluice".job j
+      CROSS JOIN LATERAL (
+        SELECT coalesce(least(q.per_key_concurrency - n.running, s.jobs), p_limit) AS room, s.units
+        FROM (SELECT count(*)::integer AS running FROM "sluice".job a
+              WHERE q.per_key_concurrency IS NOT NULL
+                AND a.queue = q.name AND a.state = 'active' AND a.key = k.key) n,
+             "sluice".key_start_room(q, k.key, p_now) s) r
+      CROSS JOIN LATERAL (SELECT j.id, j.cost FROM "sluice".job j
                           WHERE j.queue = q.name AND j.state = 'pending' AND j.key = k.key
-                            AND j.run_at <= p_now AND r.running < q.per_key_concurrency
+                            AND j.run_at <= p_now AND r.room > 0
                           ORDER BY j.priority DESC, j.run_at, j.id LIMIT 1
-                          FOR UPDATE SKIP LOCKED) c;
+                          FOR UPDATE SKIP LOCKED) c
+      WHERE c.cost <= coalesce(r.units, c.cost);
       v_from := v_batch[cardinality(v_batch)];
       EXIT WHEN cardinality(v_batch) < v_want OR cardinality(v_ids) >= p_limit;
     END LOOP;
@@ -682,19 +798,28 @@ BEGIN
   FOR v_round IN 2..p_limit LOOP
     EXIT WHEN cardinality(v_ids) >= p_limit;
     v_want := p_limit - cardinality(v_ids);
-    SELECT coalesce(array_agg(x.id ORDER BY x.pos), '{}'), coalesce(array_agg(x.key ORDER BY x.pos), '{}')
-    INTO v_more, v_more_keys
+    SELECT coalesce(array_agg(x.id ORDER BY x.pos), '{}'), coalesce(array_agg(x.key ORDER BY x.pos), '{}'),
+           coalesce(array_agg(x.cost ORDER BY x.pos), '{}')
+    INTO v_more, v_more_keys, v_more_costs
     FROM (
-      SELECT k.pos, k.key, c.id
-      FROM unnest(v_keys, v_rooms) WITH ORDINALITY AS k(key, room, pos)
-      CROSS JOIN LATERAL (SELECT j.id FROM "sluice".job j
+      SELECT k.pos, k.key, c.id, c.cost
+      FROM unnest(v_keys, v_rooms, v_units) WITH ORDINALITY AS k(key, room, units, pos)
+      CROSS JOIN LATERAL (SELECT j.id, j.cost FROM "sluice".job j
                           WHERE j.queue = q.name AND j.state = 'pending' AND j.key = k.key
                             AND j.run_at <= p_now AND j.id <> ALL (v_ids)
                           ORDER BY j.priority DESC, j.run_at, j.id LIMIT 1
                           FOR UPDATE SKIP LOCKED) c
-      WHERE k.key IS NOT NULL AND k.room >= v_round
+      WHERE k.key IS NOT NULL AND k.room >= v_round AND c.cost <= coalesce(k.units, c.cost)
       ORDER BY k.pos LIMIT v_want
     ) x;
+    IF q.key_budget_units IS NOT NULL AND cardinality(v_more) > 0 THEN
+      -- What each key's budget has left after this round's jobs.
+      v_units := ARRAY(
+        SELECT u.units - coalesce(m.cost, 0)
+        FROM unnest(v_keys, v_units) WITH ORDINALITY AS u(key, units, pos)
+        LEFT JOIN unnest(v_more_keys, v_more_costs) AS m(key, cost) ON m.key = u.key
+        ORDER BY u.pos);
+    END IF;
     IF v_keyless_pos IS NOT NULL THEN
       SELECT j.id INTO v_id FROM "sluice".job j
       WHERE j.queue = q.name AND j.state = 'pending' AND j.key IS NULL AND j.run_at <= p_now

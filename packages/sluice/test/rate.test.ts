@@ -147,3 +147,100 @@ test('maxWaitMs sheds a send whose projected wait passes it, with a Retry-After 
   await sluice.send(b, null, { cost: 20 });
   await assert.rejects(sluice.queues.put(b, { maxWaitMs: 1000 }), (err: unknown) => err instanceof ValidationError && err.field === 'maxWaitMs');
 });
+
+async function claimKeys(sluice: S, queue: string, limit: number, now: Date): Promise<string[]> {
+  const { rows } = await sluice.pool.query("SELECT key FROM sluice.claim($1, $2, 'w', $3, 5)", [queue, limit, now]);
+  return rows.map((r) => r.key ?? '-');
+}
+
+test('a per-key rate admits `count` starts of each key in any window, other keys take their turns, and jobs without a key are not bound', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { perKeyRateLimit: { count: 2, periodMs: 1000 } });
+  assert.deepEqual((await sluice.queues.get(q))?.perKeyRateLimit, { count: 2, periodMs: 1000 });
+  // Key a has many jobs; b and c one each, sent last: a busy key must not starve them.
+  await sluice.sendMany(q, [
+    ...Array.from({ length: 8 }, (_, i) => ({ data: i, key: 'a', runAt: T0 })),
+    { data: 100, key: 'b', runAt: T0 },
+    { data: 200, key: 'c', runAt: at(300) },
+    ...Array.from({ length: 3 }, (_, i) => ({ data: 300 + i, runAt: T0 })),
+  ]);
+
+  const first = await claimKeys(sluice, q, 10, T0);
+  assert.deepEqual(first.filter((k) => k === 'a').length, 2, `two of a's eight, none ahead: ${first}`);
+  assert.ok(first.includes('b'), 'b takes its turn');
+  assert.equal(first.filter((k) => k === '-').length, 3, 'jobs without a key are not held back by the per-key rate');
+  assert.deepEqual(await claimKeys(sluice, q, 10, at(300)), ['c'], 'a is full until 1000; c takes its turn');
+  assert.equal(await nextStartMs(sluice, q, at(300)), 701, 'a may start again once its starts at 0 leave its window');
+  assert.deepEqual(await claimKeys(sluice, q, 10, at(1000)), [], 'a start exactly one period ago still counts');
+  assert.deepEqual(await claimKeys(sluice, q, 10, at(1001)), ['a', 'a']);
+  assert.equal(await nextStartMs(sluice, q, at(1001)), 1001, 'when its starts at 1001 leave the window');
+
+  const { rows } = await sluice.pool.query("SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND state = 'pending' AND attempts = 0", [q]);
+  assert.equal(rows[0].n, 4, "a's jobs held back are pending, their attempts unspent");
+});
+
+test('a per-key rate holds across claims of a key made in turn, alongside perKeyConcurrency and a global rate', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { perKeyConcurrency: 1, perKeyRateLimit: { count: 2, periodMs: 1000 }, rateLimit: { count: 3, periodMs: 1000 } });
+  await sluice.sendMany(q, ['a', 'a', 'a', 'b', 'b', 'c', 'c'].map((key, i) => ({ data: i, key, runAt: T0 })));
+  assert.deepEqual((await claimKeys(sluice, q, 10, T0)).sort(), ['a', 'b', 'c'], 'one per key (perKeyConcurrency), three in all (the rate)');
+  await sluice.pool.query("UPDATE sluice.job SET state = 'completed' WHERE queue = $1 AND state = 'active'", [q]);
+  assert.deepEqual(await claimKeys(sluice, q, 10, at(500)), [], 'the global window is full');
+  assert.equal(await nextStartMs(sluice, q, at(500)), 501);
+  assert.deepEqual((await claimKeys(sluice, q, 10, at(1001))).sort(), ['a', 'b', 'c']);
+  await sluice.pool.query("UPDATE sluice.job SET state = 'completed' WHERE queue = $1 AND state = 'active'", [q]);
+  assert.deepEqual(await claimKeys(sluice, q, 10, at(1500)), [], "every key with work left has had 2 starts in this window: a at 0 and 1001");
+  assert.equal(await nextStartMs(sluice, q, at(1500)), 502, "a's start at 0 has left its window, but the global window is full until 2001");
+  assert.deepEqual(await claimKeys(sluice, q, 10, at(2002)), ['a']);
+});
+
+test('a per-key budget admits each key\'s jobs in its order while their cost fits, and says when the next may start', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { perKeyBudget: { units: 10, periodMs: 1000 } });
+  assert.deepEqual((await sluice.queues.get(q))?.perKeyBudget, { units: 10, periodMs: 1000 });
+  // a: 4 + 5 fit, then 6 does not and the 1 behind it waits; b: 10 fits alone.
+  await sluice.sendMany(q, [
+    ...[4, 5, 6, 1].map((cost, i) => ({ data: i, key: 'a', cost, runAt: T0 })),
+    ...[10, 1].map((cost, i) => ({ data: 10 + i, key: 'b', cost, runAt: T0 })),
+  ]);
+  const { rows } = await sluice.pool.query("SELECT key, cost FROM sluice.claim($1, 10, 'w', $2, 5) ORDER BY key, id", [q, T0]);
+  assert.deepEqual(rows.map((r) => `${r.key}${r.cost}`), ['a4', 'a5', 'b10']);
+  assert.deepEqual(await claimKeys(sluice, q, 10, at(400)), []);
+  assert.equal(await nextStartMs(sluice, q, at(400)), 601, 'both windows free at 1000');
+  assert.deepEqual((await claimKeys(sluice, q, 10, at(1001))).sort(), ['a', 'a', 'b'], 'a: 6 + 1; b: 1');
+  const units = await sluice.pool.query('SELECT key, sum(units)::int AS n FROM sluice.job_start WHERE queue = $1 GROUP BY key ORDER BY key', [q]);
+  assert.deepEqual(units.rows, [{ key: 'a', n: 16 }, { key: 'b', n: 11 }]);
+});
+
+test('next_start_ms for per-key bounds: a key with room, or a job without a key, may start now; a key at its concurrency waits for a completion', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { perKeyConcurrency: 1, perKeyRateLimit: { count: 1, periodMs: 1000 } });
+  await sluice.sendMany(q, ['a', 'a', 'b', 'b'].map((key, i) => ({ data: i, key, runAt: T0 })));
+  assert.equal(await nextStartMs(sluice, q, T0), 0, 'nothing started yet');
+  assert.equal((await claimKeys(sluice, q, 10, T0)).length, 2);
+  assert.equal(await nextStartMs(sluice, q, at(200)), 0, 'both keys run a job: a completion wakes the workers, not a rate');
+  await sluice.pool.query("UPDATE sluice.job SET state = 'completed' WHERE queue = $1 AND state = 'active' AND key = 'b'", [q]);
+  assert.equal(await nextStartMs(sluice, q, at(200)), 801, "b's start leaves its window at 1000");
+  await sluice.send(q, 'keyless', { runAt: T0 });
+  assert.equal(await nextStartMs(sluice, q, at(200)), 0, 'a job without a key may start now');
+});
+
+test('per-key policies refuse what they cannot mean, with typed errors', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  const refused = async (policy: object, field: string) =>
+    assert.rejects(sluice.queues.put(q, policy as never), (err: unknown) => err instanceof ValidationError && err.field === field);
+  await refused({ perKeyRateLimit: { count: 0, periodMs: 1000 } }, 'perKeyRateLimit.count');
+  await refused({ perKeyRateLimit: { count: 5 } }, 'perKeyRateLimit');
+  await refused({ perKeyRateLimit: { count: 5, periodMs: 86_400_001 } }, 'perKeyRateLimit.periodMs');
+  await refused({ perKeyRateLimit: { units: 5, periodMs: 1000 } }, 'perKeyRateLimit.units');
+  await refused({ perKeyBudget: { units: 2.5, periodMs: 1000 } }, 'perKeyBudget.units');
+  await refused({ perKeyBudget: [] }, 'perKeyBudget');
+  await sluice.queues.put(q, { perKeyRateLimit: { count: 5, periodMs: 1000 } });
+  const stored = await sluice.queues.get(q);
+  assert.deepEqual([stored?.perKeyRateLimit, stored?.perKeyBudget], [{ count: 5, periodMs: 1000 }, null]);
+});
