@@ -322,3 +322,23 @@ test('rate, global cap and per-key cap together: 4 processes, 20 starts a second
   assert.ok(overlap >= 3, `handler overlap ${overlap}: the cap binds at times`);
   assert.equal(keyOverlap, 1, 'no key runs two jobs at once');
 });
+
+test('exact rate with grants and jobs ahead: 7 processes × 10 local slots, cap 40, 600 starts a second, 3,000 jobs: no window of 1 s holds more than 600', async (t) => {
+  const db = await testDatabase();
+  const sluice = await makeSluice();
+  const client = await prepareSpanTable();
+  const q = uniqueQueue('grants');
+  // Room for many claims at first (grants of starts, jobs claimed ahead), then the rate
+  // binds: claims count exactly. A job's recorded start is its claim (one claimed ahead
+  // begins later, by the time its slot is written: its start counts in every window
+  // until then, so the windows of claim times are bounded as well).
+  await sluice.queues.put(q, { concurrency: 40, rateLimit: { count: 600, periodMs: 1000 } });
+  await sluice.sendMany(q, Array.from({ length: 3000 }, (_, i) => ({ data: i })));
+  await runToCompletion(db, sluice, q, 3000, 7, {});
+  const [all] = await fullestWindows(client, q, 1000, false);
+  const granted = await client.query('SELECT count(*)::int AS n FROM sluice.rate_grant WHERE queue = $1', [q]);
+  t.diagnostic(`fullest window ${all!.starts} starts; first to last start ${all!.span_s.toFixed(2)} s; ${granted.rows[0].n} grants`);
+  assert.ok(granted.rows[0].n > 0, 'workers were granted starts');
+  assert.ok(all!.starts <= 600, `a window of 1 s held ${all!.starts} starts`);
+  assert.ok(all!.starts >= 480, `the windows fill up (${all!.starts})`);
+});

@@ -244,3 +244,52 @@ test('per-key policies refuse what they cannot mean, with typed errors', async (
   const stored = await sluice.queues.get(q);
   assert.deepEqual([stored?.perKeyRateLimit, stored?.perKeyBudget], [{ count: 5, periodMs: 1000 }, null]);
 });
+
+test('with room to spare, a rate grants each worker a share of the window for a second; across workers and grants the bound holds', async (t) => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 1000, rateLimit: { count: 400, periodMs: 1000 } });
+  await sluice.sendMany(q, Array.from({ length: 1000 }, (_, i) => ({ data: i, runAt: T0 })));
+  const claimAs = async (worker: string, ms: number) =>
+    (await sluice.pool.query('SELECT id::text, slot FROM sluice.claim($1, 5, $2, $3, 5)', [q, worker, at(ms)])).rows;
+
+  assert.equal((await claimAs('w1', 0)).length, 10, 'five for free local slots, five ahead');
+  const grants = await sluice.pool.query('SELECT jobs, used, until FROM sluice.rate_grant WHERE queue = $1', [q]);
+  assert.deepEqual(grants.rows, [{ jobs: 50, used: 10, until: at(1000) }], 'an eighth of the room, for a second');
+  assert.equal((await claimAs('w1', 10)).length, 10);
+  const recorded = async () => (await sluice.pool.query('SELECT count(*)::int AS n FROM sluice.job_start WHERE queue = $1', [q])).rows[0].n;
+  assert.equal(await recorded(), 0, 'starts taken from a grant are not recorded one by one');
+
+  // Eight workers claim in turn every 10 ms for most of the window.
+  let total = 20;
+  for (let ms = 20; ms <= 900; ms += 10) for (let w = 1; w <= 8; w++) total += (await claimAs(`w${w}`, ms)).length;
+  const active = await sluice.pool.query("SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND state = 'active'", [q]);
+  assert.equal(active.rows[0].n, total);
+  t.diagnostic(`${total} starts claimed in the window`);
+  assert.ok(total <= 400, `${total} starts in one window of 1 s`);
+  // Jobs claimed ahead in a grant count twice here (in the grant and as reservations) as
+  // nothing moves them into slots; still, most of the window is used.
+  assert.ok(total >= 250, `only ${total} of 400 starts were granted`);
+  assert.ok((await nextStartMs(sluice, q, at(900)))! > 0, 'the window is full, and next_start_ms says so');
+});
+
+test('a job claimed ahead in a grant and moved before the grant ends is covered by it; moved later, its start is recorded at the move', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 2, rateLimit: { count: 1000, periodMs: 1000 } });
+  await sluice.sendMany(q, Array.from({ length: 6 }, (_, i) => ({ data: i, runAt: T0 })));
+  const { rows } = await sluice.pool.query("SELECT id::text, lease_token, slot FROM sluice.claim($1, 2, 'w', $2, 2)", [q, T0]);
+  assert.deepEqual(rows.map((r) => r.slot), [1, 2, 0, 0]);
+  const handOver = (done: { id: string; lease_token: string }, next: { id: string; lease_token: string }, ms: number) =>
+    sluice.pool.query(
+      "SELECT completed, moved FROM sluice.complete_and_claim(ARRAY[$1]::bigint[], ARRAY[$2]::uuid[], ARRAY[NULL]::jsonb[], $3, false, $4, 0, NULL, 0, ARRAY[$5]::bigint[], ARRAY[$6]::uuid[])",
+      [done.id, done.lease_token, at(ms), q, next.id, next.lease_token],
+    );
+  await handOver(rows[0], rows[2], 100);
+  const starts = async () => (await sluice.pool.query('SELECT job_id::text, started_at FROM sluice.job_start WHERE queue = $1', [q])).rows;
+  assert.deepEqual(await starts(), [], 'moved at 100, within the grant (until 1000): its handler began within it');
+  await handOver(rows[1], rows[3], 1300);
+  assert.deepEqual(await starts(), [{ job_id: rows[3].id, started_at: at(1300) }], 'moved after the grant ended: recorded at the move');
+  const slots = await sluice.pool.query('SELECT id::text, slot FROM sluice.job WHERE id = ANY ($1::bigint[]) ORDER BY id', [[rows[2].id, rows[3].id]]);
+  assert.deepEqual(slots.rows.map((r) => r.slot), [1, 2]);
+});

@@ -16,7 +16,8 @@
 --   jobs claimed ahead (`ahead`) wait with slot 0 and are granted only when every free
 --   local slot got a slot, none while slots above a lowered cap are held.
 -- - Rate and budget (rate.sql): a claim of such a queue starts only what its windows
---   allow, counted and recorded under the queue's lock.
+--   allow, counted and recorded under the queue's lock; on a capped queue its jobs ahead
+--   reserve their starts in the windows until their slots are written.
 -- - Per-key concurrency, rate and budget: keys take turns (pick_per_key), so one key cannot
 --   starve the others, and no key passes its limits: a claim takes a lock per key with a
 --   try-lock (a key another claim is serving is skipped, not waited for) and reads the
@@ -258,6 +259,8 @@ DECLARE
   v_slotted integer;
   v_rated boolean;
   v_key_rated boolean;
+  v_grantable boolean;
+  v_grant_at timestamptz;
   v_room integer;
   v_units bigint;
 BEGIN
@@ -280,20 +283,48 @@ BEGIN
 
   v_rated := q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL;
   v_key_rated := q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL;
-  IF v_key_rated AND NOT v_rated THEN
-    -- Per-key rates and budgets are counted under the keys' locks (pick_per_key), at the
-    -- time read here. Nothing is claimed ahead, as below.
+  IF v_key_rated OR (v_rated AND q.concurrency IS NULL) THEN
+    -- Nothing is claimed ahead: a job counts as started when it is claimed. Per-key rates
+    -- and budgets are counted under the keys' locks (pick_per_key), at the time read here.
     v_now := coalesce(p_now, clock_timestamp());
     v_limit := least(v_limit, greatest(p_limit, 0));
   END IF;
   IF v_rated THEN
     -- Starts by rate and budget (rate.sql): counted under the queue's lock, at the time
-    -- it is held, and recorded below before it is released. Nothing is claimed ahead: a
-    -- job counts as started when it is claimed.
-    PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.rate'), hashtext(p_queue));
-    v_now := coalesce(p_now, clock_timestamp());
-    SELECT r.jobs, r.units INTO v_room, v_units FROM :SCHEMA.start_room(q, v_now) r;
-    v_limit := least(greatest(p_limit, 0), greatest(coalesce(v_room, p_limit), 0));
+    -- it is held, and recorded below before it is released; or, for a rate alone, taken
+    -- from this worker's grant under the lock shared. On a capped queue jobs are claimed
+    -- ahead only if the window (or the grant) has room for them too: each reserves its
+    -- start until its slot is written.
+    v_grantable := q.budget_units IS NULL AND NOT v_key_rated AND p_worker_id IS NOT NULL;
+    IF v_grantable AND EXISTS (
+         SELECT 1 FROM :SCHEMA.rate_grant g
+         WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.jobs - g.used >= v_limit
+           AND g.rate_count = q.rate_count AND g.rate_period_ms = q.rate_period_ms
+           AND g.until > coalesce(p_now, clock_timestamp()) + interval '50 milliseconds') THEN
+      -- Looked at without a lock, so that a claim holding the shared lock never asks for
+      -- the exclusive one (two such claims would deadlock); checked again under it.
+      PERFORM pg_advisory_xact_lock_shared(hashtext(':SCHEMA_NAME.rate'), hashtext(p_queue));
+      v_now := coalesce(p_now, clock_timestamp());
+      SELECT g.granted_at, g.jobs - g.used INTO v_grant_at, v_room FROM :SCHEMA.rate_grant g
+      WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.granted_at <= v_now AND g.until > v_now
+        AND g.rate_count = q.rate_count AND g.rate_period_ms = q.rate_period_ms
+      ORDER BY g.granted_at DESC LIMIT 1
+      FOR UPDATE;
+      -- A grant that ran out in between (a long wait for the lock): what is left of it.
+      v_room := coalesce(v_room, 0);
+    ELSE
+      PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.rate'), hashtext(p_queue));
+      v_now := coalesce(p_now, clock_timestamp());
+      IF v_grantable THEN
+        v_grant_at := :SCHEMA.grant_starts(q, p_worker_id, v_now, v_limit);
+      END IF;
+      IF v_grant_at IS NOT NULL THEN
+        v_room := v_limit;
+      ELSE
+        SELECT r.jobs, r.units INTO v_room, v_units FROM :SCHEMA.start_room(q, v_now) r;
+      END IF;
+    END IF;
+    v_limit := least(v_limit, greatest(coalesce(v_room, v_limit), 0));
     v_want := least(v_want, v_limit);
     IF v_limit <= 0 OR v_units <= 0 THEN
       PERFORM :SCHEMA.free_slots(p_queue, v_reuse);
@@ -373,7 +404,8 @@ BEGIN
     SET state = 'active', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
         lease_expires_at = v_now + q.lease_seconds * interval '1 second',
         started_at = v_now, worker_id = p_worker_id,
-        slot = CASE WHEN q.concurrency IS NOT NULL THEN coalesce(v_slots[array_position(v_ids[1:v_slotted], j.id)], 0) END
+        slot = CASE WHEN q.concurrency IS NOT NULL THEN coalesce(v_slots[array_position(v_ids[1:v_slotted], j.id)], 0) END,
+        start_reserved = CASE WHEN v_rated AND q.concurrency IS NOT NULL AND NOT j.id = ANY (v_ids[1:v_slotted]) THEN true END
     -- The rows are locked by the pick: no state to recheck. (A state condition here would
     -- also let the planner read the whole ready index to find them.)
     WHERE j.id = ANY (v_ids)
@@ -381,9 +413,16 @@ BEGIN
   )
   SELECT * FROM claimed ORDER BY priority DESC, run_at, id;
 
-  IF (v_rated OR v_key_rated) AND cardinality(v_ids) > 0 THEN
+  IF v_grant_at IS NOT NULL THEN
+    -- The grant counts its starts (rate.sql): nothing recorded one by one.
+    UPDATE :SCHEMA.rate_grant g SET used = g.used + cardinality(v_ids)
+    WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.granted_at = v_grant_at;
+  ELSIF (v_rated OR v_key_rated) AND cardinality(v_ids) > 0 THEN
+    -- The jobs that may start now; those waiting with slot 0 hold a reservation instead,
+    -- recorded when they get a slot or leave (rate.sql).
     INSERT INTO :SCHEMA.job_start (queue, started_at, units, job_id, key)
-    SELECT p_queue, v_now, j.cost, j.id, CASE WHEN v_key_rated THEN j.key END FROM :SCHEMA.job j WHERE j.id = ANY (v_ids);
+    SELECT p_queue, v_now, j.cost, j.id, CASE WHEN v_key_rated THEN j.key END FROM :SCHEMA.job j
+    WHERE j.id = ANY (CASE WHEN q.concurrency IS NULL THEN v_ids ELSE v_ids[1:v_slotted] END);
   END IF;
 END $$;
 
@@ -441,9 +480,22 @@ DECLARE
   v_moved bigint[] := '{}';
   v_claimed integer;
   v_in_hand integer[] := '{}';
+  v_capped boolean;
+  v_rated boolean;
+  v_grant_from timestamptz;
+  v_grant_until timestamptz;
 BEGIN
+  SELECT concurrency IS NOT NULL, rate_count IS NOT NULL INTO v_capped, v_rated FROM :SCHEMA.queue WHERE name = p_queue;
+  IF v_rated THEN
+    -- This worker's grant (rate.sql): its jobs claimed ahead in it that end while still
+    -- waiting for their moves began within it, and need no record (their reservations
+    -- end here rather than in the trigger).
+    SELECT g.granted_at, g.until INTO v_grant_from, v_grant_until FROM :SCHEMA.rate_grant g
+    WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.granted_at <= v_now AND v_now <= g.until
+    ORDER BY g.granted_at DESC LIMIT 1;
+  END IF;
   -- state::text: see the note at the top of queries/worker.sql.
-  IF EXISTS (SELECT 1 FROM :SCHEMA.queue WHERE name = p_queue AND concurrency IS NOT NULL) THEN
+  IF v_capped THEN
     -- The slot comes from the row as it was (`o`): a job whose state changed since fails
     -- the fence and keeps out of it. This queue's slots are handed on below; jobs of
     -- other queues in the batch free theirs here. A job that completes while still
@@ -456,7 +508,9 @@ BEGIN
       UPDATE :SCHEMA.job j
       SET state = 'completed', finished_at = v_now, result = c.result,
           lease_token = NULL, lease_expires_at = NULL,
-          slot = CASE WHEN j.slot IS DISTINCT FROM o.slot THEN j.slot END
+          slot = CASE WHEN j.slot IS DISTINCT FROM o.slot THEN j.slot END,
+          start_reserved = CASE WHEN j.worker_id = p_worker_id AND j.started_at >= v_grant_from
+                                     AND j.started_at < v_grant_until THEN NULL ELSE j.start_reserved END
       FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
       JOIN :SCHEMA.job o ON o.id = c.id
       WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
@@ -485,7 +539,7 @@ BEGIN
 
   IF cardinality(p_move_ids) > 0 THEN
     SELECT t.moved, t.left_over INTO v_moved, v_in_hand
-    FROM :SCHEMA.take_over_slots(p_queue, v_in_hand, p_move_ids, p_move_tokens) t;
+    FROM :SCHEMA.take_over_slots(p_queue, v_in_hand, p_move_ids, p_move_tokens, v_now) t;
   END IF;
 
   -- The completed and moved ids ride on the first row only: the client parses them once.

@@ -15,6 +15,25 @@
 --   released, at the time the lock is held; so the starts of every window of the period,
 --   closed at both ends, stay within the bound. A sliding window, not a fixed one: there
 --   is no boundary at which twice the rate could pass.
+-- - Jobs claimed ahead (a capped queue: they wait with slot 0 for a local slot of their
+--   worker, executor.ts) are claimed only if the window has room for them too. Until a
+--   job's start is recorded its handler may begin at any time, so it counts in every
+--   window: start_room counts it as a reservation, read before the recorded starts (a
+--   start recorded in between is counted twice, never missed). It is recorded, in the
+--   same transaction that ends the reservation, when its slot is written
+--   (take_over_slots: a handed-over job began before that statement) or when it leaves
+--   `active` still waiting (the trigger below). So every start counts in each window
+--   that holds the moment its handler began.
+-- - Grants: where a window has room for many claims (a rate without a budget), a claim
+--   under the lock held exclusively grants its worker a share of the room for a second
+--   (rate_grant), counted in full in every window its time touches, as if each of its
+--   starts were in all of them. The worker's next claims take their starts from the
+--   grant with the lock held shared (so claims of several workers run at once) and record
+--   nothing one by one; jobs claimed ahead in a grant and moved before its end need no
+--   record either (their handlers began within it). A claim that takes the lock
+--   exclusively waits for every claim holding it shared, so it counts every start a
+--   grant gave. Near the bound (room for fewer than 16 claims) nothing is granted and
+--   each claim counts exactly.
 -- - Per key the same: a claim counts a key's starts in a statement after it took the key's
 --   lock (pick_per_key, claim.sql) and records them (job_start.key) before the lock is
 --   released. A count reads every start from the window's beginning on (none is in the
@@ -30,16 +49,105 @@
 
 CREATE OR REPLACE FUNCTION :SCHEMA.start_room(q :SCHEMA.queue, p_now timestamptz, OUT jobs integer, OUT units bigint)
 LANGUAGE plpgsql AS $$
+DECLARE
+  v_reserved integer;
+  v_reserved_units bigint;
 BEGIN
+  IF q.rate_count IS NULL AND q.budget_units IS NULL THEN
+    RETURN;
+  END IF;
+  SELECT r.jobs, r.units INTO v_reserved, v_reserved_units FROM :SCHEMA.reserved_starts(q) r;
   IF q.rate_count IS NOT NULL THEN
-    SELECT q.rate_count - count(*) INTO jobs FROM :SCHEMA.job_start s
+    SELECT q.rate_count - v_reserved - count(*) INTO jobs FROM :SCHEMA.job_start s
     WHERE s.queue = q.name AND s.started_at >= p_now - q.rate_period_ms * interval '1 millisecond';
+    jobs := jobs - (SELECT coalesce(sum(g.jobs), 0) FROM :SCHEMA.rate_grant g
+                    WHERE g.queue = q.name AND g.until >= p_now - q.rate_period_ms * interval '1 millisecond');
   END IF;
   IF q.budget_units IS NOT NULL THEN
-    SELECT q.budget_units - coalesce(sum(s.units), 0) INTO units FROM :SCHEMA.job_start s
+    SELECT q.budget_units - v_reserved_units - coalesce(sum(s.units), 0) INTO units FROM :SCHEMA.job_start s
     WHERE s.queue = q.name AND s.started_at >= p_now - q.budget_period_ms * interval '1 millisecond';
   END IF;
 END $$;
+
+-- A grant of starts to a worker, taken under the queue's lock held exclusively (p_now is
+-- the time it is held), if the window has room for many claims (16 of p_want); else NULL.
+-- Before counting, grants no claim can take any more count only what they used: those
+-- past their end, and this worker's own (it ends now, so that its claims from now on are
+-- told apart from the grant's). No claim on them is in flight: such claims hold the lock
+-- shared.
+CREATE OR REPLACE FUNCTION :SCHEMA.grant_starts(q :SCHEMA.queue, p_worker_id text, p_now timestamptz, p_want integer)
+RETURNS timestamptz LANGUAGE plpgsql AS $$
+DECLARE
+  v_room integer;
+BEGIN
+  UPDATE :SCHEMA.rate_grant g SET jobs = g.used, until = least(g.until, p_now)
+  WHERE g.queue = q.name AND g.until >= p_now - q.rate_period_ms * interval '1 millisecond'
+    AND (g.worker_id = p_worker_id OR (g.until <= p_now AND g.jobs > g.used));
+  SELECT r.jobs INTO v_room FROM :SCHEMA.start_room(q, p_now) r;
+  IF v_room < 16 * p_want THEN
+    RETURN NULL;
+  END IF;
+  -- An eighth of the room, so that every worker's share leaves room for the others';
+  -- for a second, so that an unused grant holds the windows it touches for little longer
+  -- than one, and a worker asks again a few times a second at most (a claim that grants
+  -- waits for the claims in flight, and the claims behind it wait for it).
+  INSERT INTO :SCHEMA.rate_grant AS g (queue, worker_id, granted_at, until, jobs, rate_count, rate_period_ms)
+  VALUES (q.name, p_worker_id, p_now, p_now + interval '1 second', least(v_room / 8, 256 * p_want),
+          q.rate_count, q.rate_period_ms)
+  -- A grant closed at this very time (an injected clock): the new one continues it.
+  ON CONFLICT (queue, worker_id, granted_at) DO UPDATE SET until = excluded.until, jobs = g.used + excluded.jobs;
+  RETURN p_now;
+END $$;
+
+-- Records the starts of jobs claimed ahead (reserved until now) as at p_at, except those a
+-- grant of their worker covers: claimed in it and moved before its end. Called before
+-- the reservations are cleared.
+-- (plpgsql, not sql: its plan is kept per connection, not made at every call.)
+CREATE OR REPLACE FUNCTION :SCHEMA.record_reserved_starts(p_queue text, p_ids bigint[], p_at timestamptz)
+RETURNS void LANGUAGE plpgsql
+-- Primary-key reads, whatever the statistics say (as the moves that call it).
+SET enable_bitmapscan = off SET enable_seqscan = off SET jit = off SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+  INSERT INTO :SCHEMA.job_start (queue, started_at, units, job_id)
+  SELECT p_queue, p_at, j.cost, j.id FROM :SCHEMA.job j
+  WHERE j.id = ANY (p_ids) AND j.start_reserved AND NOT EXISTS (
+    SELECT 1 FROM :SCHEMA.rate_grant g
+    WHERE g.queue = p_queue AND g.worker_id = j.worker_id
+      AND g.granted_at <= j.started_at AND j.started_at < g.until AND p_at <= g.until);
+END $$;
+
+-- Starts reserved and not yet recorded: jobs claimed ahead, still waiting for a slot
+-- (job.start_reserved; also after the cap was lifted or the rate removed: they may still
+-- begin).
+CREATE OR REPLACE FUNCTION :SCHEMA.reserved_starts(q :SCHEMA.queue, OUT jobs integer, OUT units bigint)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  SELECT count(*)::integer, coalesce(sum(j.cost), 0)::bigint INTO jobs, units FROM :SCHEMA.job j
+  WHERE j.queue = q.name AND j.state = 'active' AND j.start_reserved;
+END $$;
+
+-- A job claimed ahead that leaves `active` still waiting for its slot (it completed or
+-- failed before its move was written, was swept, cancelled or given back) has its start
+-- recorded as it leaves, unless its grant covers it: its handler may have begun (a job
+-- given back unstarted counts too, which only errs on the safe side). A completion that
+-- finds the grant covering it clears the reservation itself (complete_and_claim), so
+-- the trigger does not fire.
+CREATE OR REPLACE FUNCTION :SCHEMA.job_record_reserved_start() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM :SCHEMA.rate_grant g
+                     WHERE g.queue = NEW.queue AND g.worker_id = NEW.worker_id
+                       AND g.granted_at <= NEW.started_at AND NEW.started_at < g.until AND now() <= g.until) THEN
+    INSERT INTO :SCHEMA.job_start (queue, started_at, units, job_id) VALUES (NEW.queue, now(), NEW.cost, NEW.id);
+  END IF;
+  RETURN NULL;
+END $$;
+
+DROP TRIGGER IF EXISTS job_record_reserved_start ON :SCHEMA.job;
+CREATE TRIGGER job_record_reserved_start AFTER UPDATE OF state ON :SCHEMA.job
+-- Only such jobs fire it (job.start_reserved): the other state changes pay one test.
+FOR EACH ROW WHEN (OLD.start_reserved AND NEW.start_reserved AND OLD.state = 'active' AND NEW.state <> 'active')
+EXECUTE FUNCTION :SCHEMA.job_record_reserved_start();
 
 CREATE OR REPLACE FUNCTION :SCHEMA.key_start_room(q :SCHEMA.queue, p_key text, p_now timestamptz, OUT jobs integer, OUT units bigint)
 LANGUAGE plpgsql STABLE AS $$
@@ -106,18 +214,32 @@ DECLARE
   v_run_at timestamptz;
   v_wrapped boolean := false;
   v_at timestamptz;
+  v_reserved integer;
+  v_reserved_units bigint;
 BEGIN
   SELECT * INTO q FROM :SCHEMA.queue WHERE name = p_queue;
   IF q.name IS NULL OR (q.rate_count IS NULL AND q.budget_units IS NULL
                         AND q.key_rate_count IS NULL AND q.key_budget_units IS NULL) THEN
     RETURN NULL;
   END IF;
-  IF q.rate_count IS NOT NULL THEN
-    -- The rate_count-th newest start in the window: while it is in, the window is full.
-    SELECT s.started_at + q.rate_period_ms * interval '1 millisecond' INTO v_rate_at
-    FROM :SCHEMA.job_start s
-    WHERE s.queue = p_queue AND s.started_at >= v_now - q.rate_period_ms * interval '1 millisecond'
-    ORDER BY s.started_at DESC OFFSET q.rate_count - 1 LIMIT 1;
+  -- Reserved starts (jobs claimed ahead) count as starts now: the earliest they can be.
+  SELECT r.jobs, r.units INTO v_reserved, v_reserved_units FROM :SCHEMA.reserved_starts(q) r;
+  IF q.rate_count IS NOT NULL AND v_reserved >= q.rate_count THEN
+    v_rate_at := v_now + q.rate_period_ms * interval '1 millisecond';
+  ELSIF q.rate_count IS NOT NULL THEN
+    -- The newest start that, with those after it, fills the window: while it is in, the
+    -- window is full. A grant counts as its starts at its end (the latest they can be).
+    SELECT x.t + q.rate_period_ms * interval '1 millisecond' INTO v_rate_at
+    FROM (
+      SELECT u.t, sum(u.n) OVER (ORDER BY u.t DESC ROWS UNBOUNDED PRECEDING) AS newer
+      FROM (SELECT s.started_at AS t, 1 AS n FROM :SCHEMA.job_start s
+            WHERE s.queue = p_queue AND s.started_at >= v_now - q.rate_period_ms * interval '1 millisecond'
+            UNION ALL
+            SELECT g.until, g.jobs FROM :SCHEMA.rate_grant g
+            WHERE g.queue = p_queue AND g.until >= v_now - q.rate_period_ms * interval '1 millisecond') u
+    ) x
+    WHERE x.newer + v_reserved >= q.rate_count
+    ORDER BY x.t DESC LIMIT 1;
   END IF;
   IF q.budget_units IS NOT NULL THEN
     SELECT j.cost INTO v_cost FROM :SCHEMA.job j
@@ -130,8 +252,11 @@ BEGIN
       FROM :SCHEMA.job_start s
       WHERE s.queue = p_queue AND s.started_at >= v_now - q.budget_period_ms * interval '1 millisecond'
     ) x
-    WHERE x.newer + coalesce(v_cost, 1) > q.budget_units
+    WHERE x.newer + v_reserved_units + coalesce(v_cost, 1) > q.budget_units
     ORDER BY x.started_at DESC LIMIT 1;
+    IF v_reserved_units + coalesce(v_cost, 1) > q.budget_units THEN
+      v_budget_at := v_now + q.budget_period_ms * interval '1 millisecond';
+    END IF;
   END IF;
   IF (q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL) AND NOT EXISTS (
        SELECT 1 FROM :SCHEMA.job j

@@ -22,6 +22,10 @@ ALTER TABLE :SCHEMA.queue
 -- What a job counts against its queue's budget when it starts.
 ALTER TABLE :SCHEMA.job ADD COLUMN cost integer NOT NULL DEFAULT 1 CHECK (cost > 0);
 
+-- True while a job claimed ahead on a queue with a rate or a budget holds a reservation
+-- for its start, not yet recorded (sql/functions/rate.sql).
+ALTER TABLE :SCHEMA.job ADD COLUMN start_reserved boolean;
+
 CREATE TABLE :SCHEMA.job_start (
   queue text NOT NULL,
   started_at timestamptz NOT NULL,
@@ -32,6 +36,25 @@ CREATE TABLE :SCHEMA.job_start (
 );
 CREATE INDEX job_start_window ON :SCHEMA.job_start (queue, started_at);
 CREATE INDEX job_start_key_window ON :SCHEMA.job_start (queue, key, started_at) WHERE key IS NOT NULL;
+
+-- Starts granted to a worker for a short time while its queue's window has room to spare
+-- (sql/functions/rate.sql): counted in full in every window their time touches.
+CREATE TABLE :SCHEMA.rate_grant (
+  queue text NOT NULL,
+  worker_id text NOT NULL,
+  granted_at timestamptz NOT NULL,
+  until timestamptz NOT NULL,
+  jobs integer NOT NULL,
+  used integer NOT NULL DEFAULT 0,
+  -- The rate it was granted under: a changed rate takes no more from it.
+  rate_count integer NOT NULL,
+  rate_period_ms integer NOT NULL,
+  PRIMARY KEY (queue, worker_id, granted_at)
+);
+CREATE INDEX rate_grant_window ON :SCHEMA.rate_grant (queue, until);
+
+-- take_over_slots records the starts its moves give to jobs claimed ahead on a rated queue.
+DROP FUNCTION IF EXISTS :SCHEMA.take_over_slots(text, integer[], bigint[], uuid[]);
 
 -- send takes the job's cost.
 DROP FUNCTION IF EXISTS :SCHEMA.send(text, jsonb, text, text, timestamptz, double precision, integer, integer, timestamptz, boolean);
