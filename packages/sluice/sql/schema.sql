@@ -312,6 +312,7 @@ DECLARE
   v_key_rated boolean;
   v_grantable boolean;
   v_grant_at timestamptz;
+  v_started integer;
   v_room integer;
   v_units bigint;
 BEGIN
@@ -334,7 +335,7 @@ BEGIN
 
   v_rated := q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL;
   v_key_rated := q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL;
-  IF v_key_rated OR (v_rated AND q.concurrency IS NULL) THEN
+  IF v_key_rated THEN
     -- Nothing is claimed ahead: a job counts as started when it is claimed. Per-key rates
     -- and budgets are counted under the keys' locks (pick_per_key), at the time read here.
     v_now := coalesce(p_now, clock_timestamp());
@@ -343,9 +344,10 @@ BEGIN
   IF v_rated THEN
     -- Starts by rate and budget (rate.sql): counted under the queue's lock, at the time
     -- it is held, and recorded below before it is released; or, for a rate alone, taken
-    -- from this worker's grant under the lock shared. On a capped queue jobs are claimed
-    -- ahead only if the window (or the grant) has room for them too: each reserves its
-    -- start until its slot is written.
+    -- from this worker's grant under the lock shared. Jobs are claimed ahead only if the
+    -- window (or the grant) has room for them too, each reserving its start until its
+    -- slot is written or it ends; on a queue without a cap, only in a grant (otherwise
+    -- such a reservation would hold the window for the whole of its job).
     v_grantable := q.budget_units IS NULL AND NOT v_key_rated AND p_worker_id IS NOT NULL;
     IF v_grantable AND EXISTS (
          SELECT 1 FROM "sluice".rate_grant g
@@ -372,6 +374,9 @@ BEGIN
       IF v_grant_at IS NOT NULL THEN
         v_room := v_limit;
       ELSE
+        IF q.concurrency IS NULL THEN
+          v_limit := least(v_limit, greatest(p_limit, 0));
+        END IF;
         SELECT r.jobs, r.units INTO v_room, v_units FROM "sluice".start_room(q, v_now) r;
       END IF;
     END IF;
@@ -435,6 +440,9 @@ BEGIN
   END IF;
 
   v_slotted := least(cardinality(v_slots), cardinality(v_ids));
+  -- The jobs that start now: those with slots, or on a queue without a cap the first
+  -- for the free local slots (a worker starts the rows in claim order).
+  v_started := CASE WHEN q.concurrency IS NOT NULL THEN v_slotted ELSE least(greatest(v_want, 0), cardinality(v_ids)) END;
   IF cardinality(v_reuse) > v_slotted THEN
     -- Slots in hand beyond the jobs found (they come first in v_slots): freed.
     PERFORM "sluice".free_slots(p_queue, v_reuse[v_slotted + 1:]);
@@ -456,7 +464,7 @@ BEGIN
         lease_expires_at = v_now + q.lease_seconds * interval '1 second',
         started_at = v_now, worker_id = p_worker_id,
         slot = CASE WHEN q.concurrency IS NOT NULL THEN coalesce(v_slots[array_position(v_ids[1:v_slotted], j.id)], 0) END,
-        start_reserved = CASE WHEN v_rated AND q.concurrency IS NOT NULL AND NOT j.id = ANY (v_ids[1:v_slotted]) THEN true END
+        start_reserved = CASE WHEN v_rated AND NOT j.id = ANY (v_ids[1:v_started]) THEN true END
     -- The rows are locked by the pick: no state to recheck. (A state condition here would
     -- also let the planner read the whole ready index to find them.)
     WHERE j.id = ANY (v_ids)
@@ -473,7 +481,7 @@ BEGIN
     -- recorded when they get a slot or leave (rate.sql).
     INSERT INTO "sluice".job_start (queue, started_at, units, job_id, key)
     SELECT p_queue, v_now, j.cost, j.id, CASE WHEN v_key_rated THEN j.key END FROM "sluice".job j
-    WHERE j.id = ANY (CASE WHEN q.concurrency IS NULL THEN v_ids ELSE v_ids[1:v_slotted] END);
+    WHERE j.id = ANY (v_ids[1:v_started]);
   END IF;
 END $function$
 ;
@@ -501,9 +509,9 @@ DECLARE
 BEGIN
   SELECT concurrency IS NOT NULL, rate_count IS NOT NULL INTO v_capped, v_rated FROM "sluice".queue WHERE name = p_queue;
   IF v_rated THEN
-    -- This worker's grant (rate.sql): its jobs claimed ahead in it that end while still
-    -- waiting for their moves began within it, and need no record (their reservations
-    -- end here rather than in the trigger).
+    -- This worker's grant (rate.sql): its jobs claimed ahead in it that end while their
+    -- starts are still reserved (waiting for a move, or on a queue without a cap) began
+    -- within it, and need no record (their reservations end here, not in the trigger).
     SELECT g.granted_at, g.until INTO v_grant_from, v_grant_until FROM "sluice".rate_grant g
     WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.granted_at <= v_now AND v_now <= g.until
     ORDER BY g.granted_at DESC LIMIT 1;
@@ -543,7 +551,9 @@ BEGIN
     WITH done AS (
       UPDATE "sluice".job j
       SET state = 'completed', finished_at = v_now, result = c.result,
-          lease_token = NULL, lease_expires_at = NULL
+          lease_token = NULL, lease_expires_at = NULL,
+          start_reserved = CASE WHEN j.worker_id = p_worker_id AND j.started_at >= v_grant_from
+                                     AND j.started_at < v_grant_until THEN NULL ELSE j.start_reserved END
       FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
       WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
       RETURNING j.id

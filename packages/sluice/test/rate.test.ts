@@ -293,3 +293,31 @@ test('a job claimed ahead in a grant and moved before the grant ends is covered 
   const slots = await sluice.pool.query('SELECT id::text, slot FROM sluice.job WHERE id = ANY ($1::bigint[]) ORDER BY id', [[rows[2].id, rows[3].id]]);
   assert.deepEqual(slots.rows.map((r) => r.slot), [1, 2]);
 });
+
+test('on a queue without a cap, jobs are claimed ahead only in a grant; one that ends within it needs no record, one that ends later is recorded', async () => {
+  // On the database's own clock: the trigger that records a start as its job ends reads it.
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { rateLimit: { count: 1000, periodMs: 1000 } });
+  await sluice.sendMany(q, Array.from({ length: 20 }, (_, i) => ({ data: i })));
+  const { rows } = await sluice.pool.query("SELECT id::text, lease_token, start_reserved FROM sluice.claim($1, 2, 'w', NULL, 2)", [q]);
+  assert.deepEqual(rows.map((r) => r.start_reserved), [null, null, true, true], 'two start now, two wait ahead with their starts reserved');
+  const complete = (job: { id: string; lease_token: string }) =>
+    sluice.pool.query(
+      "SELECT completed FROM sluice.complete_and_claim(ARRAY[$1]::bigint[], ARRAY[$2]::uuid[], ARRAY[NULL]::jsonb[], NULL, false, $3, 0, 'w', 0, '{}', '{}')",
+      [job.id, job.lease_token, q],
+    );
+  const recorded = async () => (await sluice.pool.query('SELECT job_id::text FROM sluice.job_start WHERE queue = $1', [q])).rows.map((r) => r.job_id);
+  await complete(rows[2]!);
+  assert.deepEqual(await recorded(), [], 'ended within the grant: its handler began within it');
+  // The grant's second passes (its end moved back rather than waited for).
+  await sluice.pool.query("UPDATE sluice.rate_grant SET until = now() - interval '1 millisecond' WHERE queue = $1", [q]);
+  await complete(rows[3]!);
+  assert.deepEqual(await recorded(), [rows[3].id], 'ended after the grant: recorded as it ends');
+
+  // Without room for a grant, nothing is claimed ahead on such a queue.
+  const small = uniqueQueue();
+  await sluice.queues.put(small, { rateLimit: { count: 40, periodMs: 1000 } });
+  await sluice.sendMany(small, Array.from({ length: 20 }, (_, i) => ({ data: i, runAt: T0 })));
+  assert.equal((await claim(sluice, small, 2, T0)).length, 2);
+});

@@ -15,15 +15,16 @@
 --   released, at the time the lock is held; so the starts of every window of the period,
 --   closed at both ends, stay within the bound. A sliding window, not a fixed one: there
 --   is no boundary at which twice the rate could pass.
--- - Jobs claimed ahead (a capped queue: they wait with slot 0 for a local slot of their
---   worker, executor.ts) are claimed only if the window has room for them too. Until a
---   job's start is recorded its handler may begin at any time, so it counts in every
---   window: start_room counts it as a reservation, read before the recorded starts (a
---   start recorded in between is counted twice, never missed). It is recorded, in the
---   same transaction that ends the reservation, when its slot is written
---   (take_over_slots: a handed-over job began before that statement) or when it leaves
---   `active` still waiting (the trigger below). So every start counts in each window
---   that holds the moment its handler began.
+-- - Jobs claimed ahead (they wait for a local slot of their worker, executor.ts) are
+--   claimed only if the window has room for them too; on a queue without a cap only in a
+--   grant (below). Until a job's start is recorded its handler may begin at any time, so
+--   it counts in every window (job.start_reserved): start_room counts it as a
+--   reservation, read before the recorded starts (a start recorded in between is counted
+--   twice, never missed). It is recorded, in the same transaction that ends the
+--   reservation, when its slot is written (take_over_slots: a handed-over job began
+--   before that statement) or when it leaves `active` (the trigger below; on a queue
+--   without a cap that is the only end). So every start counts in each window that holds
+--   the moment its handler began.
 -- - Grants: where a window has room for many claims (a rate without a budget), a claim
 --   under the lock held exclusively grants its worker a share of the room for a second
 --   (rate_grant), counted in full in every window its time touches, as if each of its
