@@ -26,6 +26,8 @@ export interface AdapterOptions {
   keys: number;
   /** ...and let at most this many jobs of one key run at once. */
   perKeyLimit: number;
+  /** Sluice: a `rateLimit` put on the drained queues of every variant (null: none). */
+  rateLimit: { count: number; periodMs: number } | null;
 }
 
 /**

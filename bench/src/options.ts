@@ -93,6 +93,8 @@ before every run), otherwise an embedded PostgreSQL with stock durability settin
   --cap-limit=40           the global cap of the cap variants
   --keys=100 --per-key-limit=1   per-key variants: keys, and running jobs allowed per key
   --notify=on              Sluice: LISTEN/NOTIFY wake-ups (off: polling only)
+  --rate-limit=COUNT/MS    Sluice: a rateLimit of COUNT starts per MS on every variant's
+                           queues (one that never binds shows what checking a rate costs)
   --phases=enqueue,proc1,proc4,latency   (with --peers also: admission,http)
   --backlog-finished=1000000 --backlog-scheduled=100000   rows put in first (backlog variant)
   --admission-sends=2000   sequential keyed sends per queue, admission limits off and on
@@ -185,6 +187,7 @@ const OPTIONS = {
   docs: { type: 'string' },
   'no-docs': { type: 'boolean' },
   notify: { type: 'string' },
+  'rate-limit': { type: 'string' },
   phases: { type: 'string' },
   'analyze-after-fill': { type: 'boolean' },
   pgbench: { type: 'boolean' },
@@ -247,6 +250,8 @@ export function parseOptions(argv: string[]): Options | 'help' {
   }
   const notify = values.notify ?? 'on';
   if (notify !== 'on' && notify !== 'off') throw new Error(`--notify takes on or off, got "${notify}"`);
+  const rateMatch = values['rate-limit'] === undefined ? null : /^(\d+)\/(\d+)$/.exec(values['rate-limit']);
+  if (values['rate-limit'] !== undefined && !rateMatch) throw new Error(`--rate-limit takes COUNT/MS, got "${values['rate-limit']}"`);
   if (values.pgbench && values['no-pgbench']) throw new Error('give --pgbench or --no-pgbench, not both');
   if (values.docs && values['no-docs']) throw new Error('give --docs or --no-docs, not both');
   // Only the complete side-by-side run replaces the published figures by default: not a
@@ -268,6 +273,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
       notify: notify === 'on',
       keys: int('keys', values.keys, 100),
       perKeyLimit: int('per-key-limit', values['per-key-limit'], 1),
+      rateLimit: rateMatch ? { count: Number(rateMatch[1]), periodMs: Number(rateMatch[2]) } : null,
     },
     rounds: int('rounds', values.rounds, tiny || quick ? 1 : 3),
     tiny,

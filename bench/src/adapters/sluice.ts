@@ -23,6 +23,10 @@ const BACKLOG = 'backlog';
 const NEVER_REJECT = 1_000_000_000;
 
 function policy(variant: string, options: AdapterOptions): QueuePolicy {
+  return { ...limits(variant, options), ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}) };
+}
+
+function limits(variant: string, options: AdapterOptions): QueuePolicy {
   switch (variant) {
     case CAP.off:
     case BACKLOG:
@@ -70,7 +74,8 @@ export const sluiceAdapter: Adapter = {
       [PER_KEY]: `perKeyConcurrency ${options.perKeyLimit} over ${options.keys} keys`,
       [BACKLOG]: 'no cap, table pre-filled',
     };
-    return `Sluice — ${what[variant] ?? variant}${notify}`;
+    const rate = options.rateLimit ? `, rateLimit ${options.rateLimit.count}/${options.rateLimit.periodMs} ms` : '';
+    return `Sluice — ${what[variant] ?? variant}${rate}${notify}`;
   },
 
   version() {

@@ -105,6 +105,8 @@ const policyFields = {
   deadLetterQueue: { anyOf: [queueName, { type: 'null' }], description: 'also send every job that dies here to this queue; null: none' },
   rateLimit: startWindow('count', 'at most count jobs start in any window of periodMs (sliding, exact across processes)', 'starts per window'),
   budget: startWindow('units', "at most units of jobs' cost start in any window of periodMs", 'units of cost per window'),
+  perKeyRateLimit: startWindow('count', 'for each key, at most count of its jobs start in any window of periodMs', 'starts per key per window'),
+  perKeyBudget: startWindow('units', "for each key, at most units of its jobs' cost start in any window of periodMs", 'units of cost per key per window'),
   maxWaitMs: { type: ['integer', 'null'], minimum: 1, maximum: 86_400_000, description: 'refuse a send whose projected wait to start passes this (needs rateLimit or budget); null: none' },
 } as const;
 

@@ -27,6 +27,7 @@ CREATE TABLE sluice.job (
   finished_at timestamp with time zone,
   slot integer,
   cost integer DEFAULT 1 NOT NULL,
+  start_reserved boolean,
   timeout_ms integer,
   cancel_requested_at timestamp with time zone,
   CONSTRAINT job_cost_check CHECK (cost > 0),
@@ -61,7 +62,8 @@ CREATE TABLE sluice.job_start (
   queue text NOT NULL,
   started_at timestamp with time zone NOT NULL,
   units integer NOT NULL,
-  job_id bigint NOT NULL
+  job_id bigint NOT NULL,
+  key text
 );
 
 CREATE TABLE sluice.key_cursor (
@@ -110,6 +112,10 @@ CREATE TABLE sluice.queue (
   budget_units bigint,
   budget_period_ms integer,
   max_wait_ms integer,
+  key_rate_count integer,
+  key_rate_period_ms integer,
+  key_budget_units bigint,
+  key_budget_period_ms integer,
   CONSTRAINT queue_backoff_base_ms_check CHECK (backoff_base_ms >= 0),
   CONSTRAINT queue_backoff_jitter_check CHECK (backoff_jitter >= 0::double precision AND backoff_jitter <= 1::double precision),
   CONSTRAINT queue_budget_period_ms_check CHECK (budget_period_ms > 0),
@@ -118,6 +124,12 @@ CREATE TABLE sluice.queue (
   CONSTRAINT queue_check CHECK (backoff_max_ms >= backoff_base_ms),
   CONSTRAINT queue_check1 CHECK (dead_letter_queue <> name),
   CONSTRAINT queue_concurrency_check CHECK (concurrency > 0),
+  CONSTRAINT queue_key_budget_period_ms_check CHECK (key_budget_period_ms > 0),
+  CONSTRAINT queue_key_budget_units_check CHECK (key_budget_units > 0),
+  CONSTRAINT queue_key_budget_whole CHECK ((key_budget_units IS NULL) = (key_budget_period_ms IS NULL)),
+  CONSTRAINT queue_key_rate_count_check CHECK (key_rate_count > 0),
+  CONSTRAINT queue_key_rate_period_ms_check CHECK (key_rate_period_ms > 0),
+  CONSTRAINT queue_key_rate_whole CHECK ((key_rate_count IS NULL) = (key_rate_period_ms IS NULL)),
   CONSTRAINT queue_lease_seconds_check CHECK (lease_seconds > 0),
   CONSTRAINT queue_max_attempts_check CHECK (max_attempts > 0),
   CONSTRAINT queue_max_pending_check CHECK (max_pending >= 0),
@@ -132,6 +144,18 @@ CREATE TABLE sluice.queue (
   CONSTRAINT queue_retain_completed_seconds_check CHECK (retain_completed_seconds >= 0),
   CONSTRAINT queue_retain_dead_seconds_check CHECK (retain_dead_seconds >= 0),
   CONSTRAINT queue_retry_after_seconds_check CHECK (retry_after_seconds > 0)
+);
+
+CREATE TABLE sluice.rate_grant (
+  queue text NOT NULL,
+  worker_id text NOT NULL,
+  granted_at timestamp with time zone NOT NULL,
+  until timestamp with time zone NOT NULL,
+  jobs integer NOT NULL,
+  used integer DEFAULT 0 NOT NULL,
+  rate_count integer NOT NULL,
+  rate_period_ms integer NOT NULL,
+  CONSTRAINT rate_grant_pkey PRIMARY KEY (queue, worker_id, granted_at)
 );
 
 CREATE TABLE sluice.schedule (
@@ -164,7 +188,9 @@ CREATE INDEX job_key_pending_idx ON sluice.job USING btree (queue, key, priority
 CREATE INDEX job_keyless_pending_idx ON sluice.job USING btree (queue, priority DESC, run_at, id) WHERE ((state = 'pending'::sluice.job_state) AND (key IS NULL));
 CREATE INDEX job_ready_idx ON sluice.job USING btree (queue, priority DESC, run_at, id) WHERE (state = 'pending'::sluice.job_state);
 CREATE UNIQUE INDEX job_singleton_idx ON sluice.job USING btree (queue, singleton_key) WHERE ((singleton_key IS NOT NULL) AND (state = ANY (ARRAY['pending'::sluice.job_state, 'active'::sluice.job_state])));
+CREATE INDEX job_start_key_window ON sluice.job_start USING btree (queue, key, started_at) WHERE (key IS NOT NULL);
 CREATE INDEX job_start_window ON sluice.job_start USING btree (queue, started_at);
+CREATE INDEX rate_grant_window ON sluice.rate_grant USING btree (queue, until);
 
 -- Functions
 CREATE OR REPLACE FUNCTION sluice.admit_depth(q sluice.queue, p_incoming integer, p_now timestamp with time zone)
@@ -284,6 +310,10 @@ DECLARE
   v_reuse integer[] := '{}';
   v_slotted integer;
   v_rated boolean;
+  v_key_rated boolean;
+  v_grantable boolean;
+  v_grant_at timestamptz;
+  v_started integer;
   v_room integer;
   v_units bigint;
 BEGIN
@@ -305,14 +335,53 @@ BEGIN
   END IF;
 
   v_rated := q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL;
+  v_key_rated := q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL;
+  IF v_key_rated THEN
+    -- Nothing is claimed ahead: a job counts as started when it is claimed. Per-key rates
+    -- and budgets are counted under the keys' locks (pick_per_key), at the time read here.
+    v_now := coalesce(p_now, clock_timestamp());
+    v_limit := least(v_limit, greatest(p_limit, 0));
+  END IF;
   IF v_rated THEN
     -- Starts by rate and budget (rate.sql): counted under the queue's lock, at the time
-    -- it is held, and recorded below before it is released. Nothing is claimed ahead: a
-    -- job counts as started when it is claimed.
-    PERFORM pg_advisory_xact_lock(hashtext('sluice.rate'), hashtext(p_queue));
-    v_now := coalesce(p_now, clock_timestamp());
-    SELECT r.jobs, r.units INTO v_room, v_units FROM "sluice".start_room(q, v_now) r;
-    v_limit := least(greatest(p_limit, 0), greatest(coalesce(v_room, p_limit), 0));
+    -- it is held, and recorded below before it is released; or, for a rate alone, taken
+    -- from this worker's grant under the lock shared. Jobs are claimed ahead only if the
+    -- window (or the grant) has room for them too, each reserving its start until its
+    -- slot is written or it ends; on a queue without a cap, only in a grant (otherwise
+    -- such a reservation would hold the window for the whole of its job).
+    v_grantable := q.budget_units IS NULL AND NOT v_key_rated AND p_worker_id IS NOT NULL;
+    IF v_grantable AND EXISTS (
+         SELECT 1 FROM "sluice".rate_grant g
+         WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.jobs - g.used >= v_limit
+           AND g.rate_count = q.rate_count AND g.rate_period_ms = q.rate_period_ms
+           AND g.until > coalesce(p_now, clock_timestamp()) + interval '50 milliseconds') THEN
+      -- Looked at without a lock, so that a claim holding the shared lock never asks for
+      -- the exclusive one (two such claims would deadlock); checked again under it.
+      PERFORM pg_advisory_xact_lock_shared(hashtext('sluice.rate'), hashtext(p_queue));
+      v_now := coalesce(p_now, clock_timestamp());
+      SELECT g.granted_at, g.jobs - g.used INTO v_grant_at, v_room FROM "sluice".rate_grant g
+      WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.granted_at <= v_now AND g.until > v_now
+        AND g.rate_count = q.rate_count AND g.rate_period_ms = q.rate_period_ms
+      ORDER BY g.granted_at DESC LIMIT 1
+      FOR UPDATE;
+      -- A grant that ran out in between (a long wait for the lock): what is left of it.
+      v_room := coalesce(v_room, 0);
+    ELSE
+      PERFORM pg_advisory_xact_lock(hashtext('sluice.rate'), hashtext(p_queue));
+      v_now := coalesce(p_now, clock_timestamp());
+      IF v_grantable THEN
+        v_grant_at := "sluice".grant_starts(q, p_worker_id, v_now, v_limit);
+      END IF;
+      IF v_grant_at IS NOT NULL THEN
+        v_room := v_limit;
+      ELSE
+        IF q.concurrency IS NULL THEN
+          v_limit := least(v_limit, greatest(p_limit, 0));
+        END IF;
+        SELECT r.jobs, r.units INTO v_room, v_units FROM "sluice".start_room(q, v_now) r;
+      END IF;
+    END IF;
+    v_limit := least(v_limit, greatest(coalesce(v_room, v_limit), 0));
     v_want := least(v_want, v_limit);
     IF v_limit <= 0 OR v_units <= 0 THEN
       PERFORM "sluice".free_slots(p_queue, v_reuse);
@@ -351,7 +420,7 @@ BEGIN
     END IF;
   END IF;
 
-  IF q.per_key_concurrency IS NULL THEN
+  IF q.per_key_concurrency IS NULL AND NOT v_key_rated THEN
     v_ids := ARRAY(
       SELECT n.id FROM "sluice".job n
       WHERE n.queue = p_queue AND n.state = 'pending' AND n.run_at <= v_now
@@ -372,6 +441,9 @@ BEGIN
   END IF;
 
   v_slotted := least(cardinality(v_slots), cardinality(v_ids));
+  -- The jobs that start now: those with slots, or on a queue without a cap the first
+  -- for the free local slots (a worker starts the rows in claim order).
+  v_started := CASE WHEN q.concurrency IS NOT NULL THEN v_slotted ELSE least(greatest(v_want, 0), cardinality(v_ids)) END;
   IF cardinality(v_reuse) > v_slotted THEN
     -- Slots in hand beyond the jobs found (they come first in v_slots): freed.
     PERFORM "sluice".free_slots(p_queue, v_reuse[v_slotted + 1:]);
@@ -392,7 +464,8 @@ BEGIN
     SET state = 'active', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
         lease_expires_at = v_now + q.lease_seconds * interval '1 second',
         started_at = v_now, worker_id = p_worker_id,
-        slot = CASE WHEN q.concurrency IS NOT NULL THEN coalesce(v_slots[array_position(v_ids[1:v_slotted], j.id)], 0) END
+        slot = CASE WHEN q.concurrency IS NOT NULL THEN coalesce(v_slots[array_position(v_ids[1:v_slotted], j.id)], 0) END,
+        start_reserved = CASE WHEN v_rated AND NOT j.id = ANY (v_ids[1:v_started]) THEN true END
     -- The rows are locked by the pick: no state to recheck. (A state condition here would
     -- also let the planner read the whole ready index to find them.)
     WHERE j.id = ANY (v_ids)
@@ -400,9 +473,16 @@ BEGIN
   )
   SELECT * FROM claimed ORDER BY priority DESC, run_at, id;
 
-  IF v_rated AND cardinality(v_ids) > 0 THEN
-    INSERT INTO "sluice".job_start (queue, started_at, units, job_id)
-    SELECT p_queue, v_now, j.cost, j.id FROM "sluice".job j WHERE j.id = ANY (v_ids);
+  IF v_grant_at IS NOT NULL THEN
+    -- The grant counts its starts (rate.sql): nothing recorded one by one.
+    UPDATE "sluice".rate_grant g SET used = g.used + cardinality(v_ids)
+    WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.granted_at = v_grant_at;
+  ELSIF (v_rated OR v_key_rated) AND cardinality(v_ids) > 0 THEN
+    -- The jobs that may start now; those waiting with slot 0 hold a reservation instead,
+    -- recorded when they get a slot or leave (rate.sql).
+    INSERT INTO "sluice".job_start (queue, started_at, units, job_id, key)
+    SELECT p_queue, v_now, j.cost, j.id, CASE WHEN v_key_rated THEN j.key END FROM "sluice".job j
+    WHERE j.id = ANY (v_ids[1:v_started]);
   END IF;
 END $function$
 ;
@@ -423,9 +503,22 @@ DECLARE
   v_moved bigint[] := '{}';
   v_claimed integer;
   v_in_hand integer[] := '{}';
+  v_capped boolean;
+  v_rated boolean;
+  v_grant_from timestamptz;
+  v_grant_until timestamptz;
 BEGIN
+  SELECT concurrency IS NOT NULL, rate_count IS NOT NULL INTO v_capped, v_rated FROM "sluice".queue WHERE name = p_queue;
+  IF v_rated THEN
+    -- This worker's grant (rate.sql): its jobs claimed ahead in it that end while their
+    -- starts are still reserved (waiting for a move, or on a queue without a cap) began
+    -- within it, and need no record (their reservations end here, not in the trigger).
+    SELECT g.granted_at, g.until INTO v_grant_from, v_grant_until FROM "sluice".rate_grant g
+    WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.granted_at <= v_now AND v_now <= g.until
+    ORDER BY g.granted_at DESC LIMIT 1;
+  END IF;
   -- state::text: see the note at the top of queries/worker.sql.
-  IF EXISTS (SELECT 1 FROM "sluice".queue WHERE name = p_queue AND concurrency IS NOT NULL) THEN
+  IF v_capped THEN
     -- The slot comes from the row as it was (`o`): a job whose state changed since fails
     -- the fence and keeps out of it. This queue's slots are handed on below; jobs of
     -- other queues in the batch free theirs here. A job that completes while still
@@ -438,7 +531,9 @@ BEGIN
       UPDATE "sluice".job j
       SET state = 'completed', finished_at = v_now, result = c.result,
           lease_token = NULL, lease_expires_at = NULL,
-          slot = CASE WHEN j.slot IS DISTINCT FROM o.slot THEN j.slot END
+          slot = CASE WHEN j.slot IS DISTINCT FROM o.slot THEN j.slot END,
+          start_reserved = CASE WHEN j.worker_id = p_worker_id AND j.started_at >= v_grant_from
+                                     AND j.started_at < v_grant_until THEN NULL ELSE j.start_reserved END
       FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
       JOIN "sluice".job o ON o.id = c.id
       WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
@@ -457,7 +552,9 @@ BEGIN
     WITH done AS (
       UPDATE "sluice".job j
       SET state = 'completed', finished_at = v_now, result = c.result,
-          lease_token = NULL, lease_expires_at = NULL
+          lease_token = NULL, lease_expires_at = NULL,
+          start_reserved = CASE WHEN j.worker_id = p_worker_id AND j.started_at >= v_grant_from
+                                     AND j.started_at < v_grant_until THEN NULL ELSE j.start_reserved END
       FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
       WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
       RETURNING j.id
@@ -467,7 +564,7 @@ BEGIN
 
   IF cardinality(p_move_ids) > 0 THEN
     SELECT t.moved, t.left_over INTO v_moved, v_in_hand
-    FROM "sluice".take_over_slots(p_queue, v_in_hand, p_move_ids, p_move_tokens) t;
+    FROM "sluice".take_over_slots(p_queue, v_in_hand, p_move_ids, p_move_tokens, v_now) t;
   END IF;
 
   -- The completed and moved ids ride on the first row only: the client parses them once.
@@ -507,6 +604,45 @@ BEGIN
   UPDATE "sluice".slot s SET job_id = NULL FROM unnest(p_slots) AS f(n) WHERE s.queue = p_queue AND s.n = f.n;
 END $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.grant_starts(q sluice.queue, p_worker_id text, p_now timestamp with time zone, p_want integer)
+ RETURNS timestamp with time zone
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_room integer;
+BEGIN
+  UPDATE "sluice".rate_grant g SET jobs = g.used, until = least(g.until, p_now)
+  WHERE g.queue = q.name AND g.until >= p_now - q.rate_period_ms * interval '1 millisecond'
+    AND (g.worker_id = p_worker_id OR (g.until <= p_now AND g.jobs > g.used));
+  SELECT r.jobs INTO v_room FROM "sluice".start_room(q, p_now) r;
+  IF v_room < 16 * p_want THEN
+    RETURN NULL;
+  END IF;
+  -- An eighth of the room, so that every worker's share leaves room for the others';
+  -- for a second, so that an unused grant holds the windows it touches for little longer
+  -- than one, and a worker asks again a few times a second at most (a claim that grants
+  -- waits for the claims in flight, and the claims behind it wait for it).
+  INSERT INTO "sluice".rate_grant AS g (queue, worker_id, granted_at, until, jobs, rate_count, rate_period_ms)
+  VALUES (q.name, p_worker_id, p_now, p_now + interval '1 second', least(v_room / 8, 256 * p_want),
+          q.rate_count, q.rate_period_ms)
+  -- A grant closed at this very time (an injected clock): the new one continues it.
+  ON CONFLICT (queue, worker_id, granted_at) DO UPDATE SET until = excluded.until, jobs = g.used + excluded.jobs;
+  RETURN p_now;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.job_record_reserved_start()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM "sluice".rate_grant g
+                     WHERE g.queue = NEW.queue AND g.worker_id = NEW.worker_id
+                       AND g.granted_at <= NEW.started_at AND NEW.started_at < g.until AND now() <= g.until) THEN
+    INSERT INTO "sluice".job_start (queue, started_at, units, job_id) VALUES (NEW.queue, now(), NEW.cost, NEW.id);
+  END IF;
+  RETURN NULL;
+END $function$
+;
 CREATE OR REPLACE FUNCTION sluice.job_release_slot()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -538,6 +674,50 @@ BEGIN
   END LOOP;
 END $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.key_start_at(q sluice.queue, p_key text, p_cost integer, p_now timestamp with time zone)
+ RETURNS timestamp with time zone
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+DECLARE
+  v_rate_at timestamptz;
+  v_budget_at timestamptz;
+BEGIN
+  IF q.key_rate_count IS NOT NULL THEN
+    SELECT s.started_at + q.key_rate_period_ms * interval '1 millisecond' INTO v_rate_at
+    FROM "sluice".job_start s
+    WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_rate_period_ms * interval '1 millisecond'
+    ORDER BY s.started_at DESC OFFSET q.key_rate_count - 1 LIMIT 1;
+  END IF;
+  IF q.key_budget_units IS NOT NULL THEN
+    SELECT x.started_at + q.key_budget_period_ms * interval '1 millisecond' INTO v_budget_at
+    FROM (
+      SELECT s.started_at, sum(s.units) OVER (ORDER BY s.started_at DESC, s.job_id DESC) AS newer
+      FROM "sluice".job_start s
+      WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_budget_period_ms * interval '1 millisecond'
+    ) x
+    WHERE x.newer + p_cost > q.key_budget_units
+    ORDER BY x.started_at DESC LIMIT 1;
+  END IF;
+  RETURN greatest(v_rate_at, v_budget_at);
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.key_start_room(q sluice.queue, p_key text, p_now timestamp with time zone, OUT jobs integer, OUT units bigint)
+ RETURNS record
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+BEGIN
+  IF q.key_rate_count IS NOT NULL THEN
+    SELECT q.key_rate_count - count(*) INTO jobs FROM "sluice".job_start s
+    WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_rate_period_ms * interval '1 millisecond';
+  END IF;
+  IF q.key_budget_units IS NOT NULL THEN
+    SELECT q.key_budget_units - coalesce(sum(s.units), 0) INTO units FROM "sluice".job_start s
+    WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_budget_period_ms * interval '1 millisecond';
+  END IF;
+END $function$
+;
 CREATE OR REPLACE FUNCTION sluice.lone_claim(p_queue text, p_limit integer, p_worker_id text, p_now timestamp with time zone, p_ahead integer)
  RETURNS SETOF sluice.job
  LANGUAGE plpgsql
@@ -546,7 +726,8 @@ BEGIN
   IF pg_current_xact_id_if_assigned() IS NULL AND EXISTS (
        SELECT 1 FROM "sluice".queue
        WHERE name = p_queue AND concurrency IS NULL AND per_key_concurrency IS NULL
-         AND rate_count IS NULL AND budget_units IS NULL) THEN
+         AND rate_count IS NULL AND budget_units IS NULL
+         AND key_rate_count IS NULL AND key_budget_units IS NULL) THEN
     PERFORM set_config('synchronous_commit', 'off', true);
   END IF;
   RETURN QUERY SELECT * FROM "sluice".claim(p_queue, p_limit, p_worker_id, p_now, p_ahead);
@@ -561,18 +742,41 @@ DECLARE
   v_now timestamptz := coalesce(p_now, clock_timestamp());
   v_rate_at timestamptz;
   v_budget_at timestamptz;
+  v_key_at timestamptz;
   v_cost integer;
+  v_cursor text;
+  v_from text;
+  v_key text;
+  v_priority integer;
+  v_run_at timestamptz;
+  v_wrapped boolean := false;
+  v_at timestamptz;
+  v_reserved integer;
+  v_reserved_units bigint;
 BEGIN
   SELECT * INTO q FROM "sluice".queue WHERE name = p_queue;
-  IF q.name IS NULL OR (q.rate_count IS NULL AND q.budget_units IS NULL) THEN
+  IF q.name IS NULL OR (q.rate_count IS NULL AND q.budget_units IS NULL
+                        AND q.key_rate_count IS NULL AND q.key_budget_units IS NULL) THEN
     RETURN NULL;
   END IF;
-  IF q.rate_count IS NOT NULL THEN
-    -- The rate_count-th newest start in the window: while it is in, the window is full.
-    SELECT s.started_at + q.rate_period_ms * interval '1 millisecond' INTO v_rate_at
-    FROM "sluice".job_start s
-    WHERE s.queue = p_queue AND s.started_at >= v_now - q.rate_period_ms * interval '1 millisecond'
-    ORDER BY s.started_at DESC OFFSET q.rate_count - 1 LIMIT 1;
+  -- Reserved starts (jobs claimed ahead) count as starts now: the earliest they can be.
+  SELECT r.jobs, r.units INTO v_reserved, v_reserved_units FROM "sluice".reserved_starts(q) r;
+  IF q.rate_count IS NOT NULL AND v_reserved >= q.rate_count THEN
+    v_rate_at := v_now + q.rate_period_ms * interval '1 millisecond';
+  ELSIF q.rate_count IS NOT NULL THEN
+    -- The newest start that, with those after it, fills the window: while it is in, the
+    -- window is full. A grant counts as its starts at its end (the latest they can be).
+    SELECT x.t + q.rate_period_ms * interval '1 millisecond' INTO v_rate_at
+    FROM (
+      SELECT u.t, sum(u.n) OVER (ORDER BY u.t DESC ROWS UNBOUNDED PRECEDING) AS newer
+      FROM (SELECT s.started_at AS t, 1 AS n FROM "sluice".job_start s
+            WHERE s.queue = p_queue AND s.started_at >= v_now - q.rate_period_ms * interval '1 millisecond'
+            UNION ALL
+            SELECT g.until, g.jobs FROM "sluice".rate_grant g
+            WHERE g.queue = p_queue AND g.until >= v_now - q.rate_period_ms * interval '1 millisecond') u
+    ) x
+    WHERE x.newer + v_reserved >= q.rate_count
+    ORDER BY x.t DESC LIMIT 1;
   END IF;
   IF q.budget_units IS NOT NULL THEN
     SELECT j.cost INTO v_cost FROM "sluice".job j
@@ -585,10 +789,43 @@ BEGIN
       FROM "sluice".job_start s
       WHERE s.queue = p_queue AND s.started_at >= v_now - q.budget_period_ms * interval '1 millisecond'
     ) x
-    WHERE x.newer + coalesce(v_cost, 1) > q.budget_units
+    WHERE x.newer + v_reserved_units + coalesce(v_cost, 1) > q.budget_units
     ORDER BY x.started_at DESC LIMIT 1;
+    IF v_reserved_units + coalesce(v_cost, 1) > q.budget_units THEN
+      v_budget_at := v_now + q.budget_period_ms * interval '1 millisecond';
+    END IF;
   END IF;
-  RETURN greatest(0, ceil(extract(epoch FROM greatest(v_rate_at, v_budget_at) - v_now) * 1000) + 1)::integer;
+  IF (q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL) AND NOT EXISTS (
+       SELECT 1 FROM "sluice".job j
+       WHERE j.queue = p_queue AND j.state = 'pending' AND j.key IS NULL AND j.run_at <= v_now) THEN
+    SELECT c.key INTO v_cursor FROM "sluice".key_cursor c WHERE c.queue = p_queue;
+    v_from := coalesce(v_cursor, '');
+    FOR v_step IN 1..100 LOOP
+      -- The next key with a pending job: its most urgent one (an index probe).
+      SELECT j.key, j.priority, j.run_at, j.cost INTO v_key, v_priority, v_run_at, v_cost FROM "sluice".job j
+      WHERE j.queue = p_queue AND j.state = 'pending' AND j.key > v_from
+      ORDER BY j.key, j.priority DESC, j.run_at, j.id LIMIT 1;
+      IF NOT FOUND OR (v_wrapped AND v_key > v_cursor) THEN
+        EXIT WHEN v_wrapped OR v_cursor IS NULL;
+        v_wrapped := true;
+        v_from := '';
+        CONTINUE;
+      END IF;
+      v_from := v_key;
+      CONTINUE WHEN v_run_at > v_now AND NOT "sluice".key_has_ready_job(p_queue, v_key, v_priority, v_now);
+      CONTINUE WHEN q.per_key_concurrency IS NOT NULL AND (
+        SELECT count(*) FROM "sluice".job a
+        WHERE a.queue = p_queue AND a.state = 'active' AND a.key = v_key) >= q.per_key_concurrency;
+      -- A key whose first job is not due: its due one's cost is not read (1 is the earliest).
+      v_at := coalesce("sluice".key_start_at(q, v_key, CASE WHEN v_run_at <= v_now THEN v_cost ELSE 1 END, v_now), v_now);
+      v_key_at := least(v_key_at, v_at);
+      IF v_key_at <= v_now THEN
+        v_key_at := NULL; -- a key may start now
+        EXIT;
+      END IF;
+    END LOOP;
+  END IF;
+  RETURN greatest(0, ceil(extract(epoch FROM greatest(v_rate_at, v_budget_at, v_key_at) - v_now) * 1000) + 1)::integer;
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.pick_per_key(q sluice.queue, p_limit integer, p_now timestamp with time zone)
@@ -600,10 +837,14 @@ DECLARE
   v_from text;
   v_batch text[];
   v_ids bigint[] := '{}';
-  -- Keys that gave a job in round 1, in walk order, and the room each had; NULL is the
-  -- keyless turn (unlimited room), at v_keyless_pos among them.
+  -- Keys that gave a job in round 1, in walk order, the room each had and the units of its
+  -- budget left (NULL: no budget); NULL is the keyless turn (unlimited room), at
+  -- v_keyless_pos among them.
   v_keys text[] := '{}';
   v_rooms integer[] := '{}';
+  v_units bigint[] := '{}';
+  v_more_costs integer[];
+  v_key_rated boolean := q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL;
   v_keyless_pos integer;
   v_more bigint[];
   v_more_keys text[];
@@ -625,6 +866,7 @@ BEGIN
         v_ids := v_ids || v_id;
         v_keys := v_keys || NULL::text;
         v_rooms := v_rooms || p_limit;
+        v_units := v_units || NULL::bigint;
         v_keyless_pos := cardinality(v_keys);
       END IF;
       CONTINUE;
@@ -652,25 +894,32 @@ BEGIN
                    -- No job due yet: passed over (its later jobs are not read).
                    WHEN w.run_at > p_now AND NOT "sluice".key_has_ready_job(q.name, w.key, w.priority, p_now) THEN false
                    -- Full as of this statement's snapshot: passed over without its lock.
-                   WHEN (SELECT count(*) FROM "sluice".job a
+                   WHEN q.per_key_concurrency IS NOT NULL AND (SELECT count(*) FROM "sluice".job a
                          WHERE a.queue = q.name AND a.state = 'active' AND a.key = w.key) >= q.per_key_concurrency THEN false
+                   WHEN v_key_rated AND (SELECT r.jobs <= 0 OR r.units <= 0 FROM "sluice".key_start_room(q, w.key, p_now) r) THEN false
                    ELSE pg_try_advisory_xact_lock(hashtext('sluice.claim_key'), hashtext(q.name || '/' || w.key)) END
         LIMIT v_want);
       EXIT WHEN cardinality(v_batch) = 0;
-      -- A new statement, so a snapshot taken after the locks: each key's running count,
-      -- and the next job of each key with room.
+      -- A new statement, so a snapshot taken after the locks: each key's running count and
+      -- starts in its windows, and the next job of each key with room, if it fits.
       SELECT v_ids || coalesce(array_agg(c.id ORDER BY k.pos), '{}'),
              v_keys || coalesce(array_agg(k.key ORDER BY k.pos), '{}'),
-             v_rooms || coalesce(array_agg(q.per_key_concurrency - r.running ORDER BY k.pos), '{}')
-      INTO v_ids, v_keys, v_rooms
+             v_rooms || coalesce(array_agg(r.room ORDER BY k.pos), '{}'),
+             v_units || coalesce(array_agg(r.units - c.cost ORDER BY k.pos), '{}')
+      INTO v_ids, v_keys, v_rooms, v_units
       FROM unnest(v_batch) WITH ORDINALITY AS k(key, pos)
-      CROSS JOIN LATERAL (SELECT count(*)::integer AS running FROM "sluice".job a
-                          WHERE a.queue = q.name AND a.state = 'active' AND a.key = k.key) r
-      CROSS JOIN LATERAL (SELECT j.id FROM "sluice".job j
+      CROSS JOIN LATERAL (
+        SELECT coalesce(least(q.per_key_concurrency - n.running, s.jobs), p_limit) AS room, s.units
+        FROM (SELECT count(*)::integer AS running FROM "sluice".job a
+              WHERE q.per_key_concurrency IS NOT NULL
+                AND a.queue = q.name AND a.state = 'active' AND a.key = k.key) n,
+             "sluice".key_start_room(q, k.key, p_now) s) r
+      CROSS JOIN LATERAL (SELECT j.id, j.cost FROM "sluice".job j
                           WHERE j.queue = q.name AND j.state = 'pending' AND j.key = k.key
-                            AND j.run_at <= p_now AND r.running < q.per_key_concurrency
+                            AND j.run_at <= p_now AND r.room > 0
                           ORDER BY j.priority DESC, j.run_at, j.id LIMIT 1
-                          FOR UPDATE SKIP LOCKED) c;
+                          FOR UPDATE SKIP LOCKED) c
+      WHERE c.cost <= coalesce(r.units, c.cost);
       v_from := v_batch[cardinality(v_batch)];
       EXIT WHEN cardinality(v_batch) < v_want OR cardinality(v_ids) >= p_limit;
     END LOOP;
@@ -683,19 +932,28 @@ BEGIN
   FOR v_round IN 2..p_limit LOOP
     EXIT WHEN cardinality(v_ids) >= p_limit;
     v_want := p_limit - cardinality(v_ids);
-    SELECT coalesce(array_agg(x.id ORDER BY x.pos), '{}'), coalesce(array_agg(x.key ORDER BY x.pos), '{}')
-    INTO v_more, v_more_keys
+    SELECT coalesce(array_agg(x.id ORDER BY x.pos), '{}'), coalesce(array_agg(x.key ORDER BY x.pos), '{}'),
+           coalesce(array_agg(x.cost ORDER BY x.pos), '{}')
+    INTO v_more, v_more_keys, v_more_costs
     FROM (
-      SELECT k.pos, k.key, c.id
-      FROM unnest(v_keys, v_rooms) WITH ORDINALITY AS k(key, room, pos)
-      CROSS JOIN LATERAL (SELECT j.id FROM "sluice".job j
+      SELECT k.pos, k.key, c.id, c.cost
+      FROM unnest(v_keys, v_rooms, v_units) WITH ORDINALITY AS k(key, room, units, pos)
+      CROSS JOIN LATERAL (SELECT j.id, j.cost FROM "sluice".job j
                           WHERE j.queue = q.name AND j.state = 'pending' AND j.key = k.key
                             AND j.run_at <= p_now AND j.id <> ALL (v_ids)
                           ORDER BY j.priority DESC, j.run_at, j.id LIMIT 1
                           FOR UPDATE SKIP LOCKED) c
-      WHERE k.key IS NOT NULL AND k.room >= v_round
+      WHERE k.key IS NOT NULL AND k.room >= v_round AND c.cost <= coalesce(k.units, c.cost)
       ORDER BY k.pos LIMIT v_want
     ) x;
+    IF q.key_budget_units IS NOT NULL AND cardinality(v_more) > 0 THEN
+      -- What each key's budget has left after this round's jobs.
+      v_units := ARRAY(
+        SELECT u.units - coalesce(m.cost, 0)
+        FROM unnest(v_keys, v_units) WITH ORDINALITY AS u(key, units, pos)
+        LEFT JOIN unnest(v_more_keys, v_more_costs) AS m(key, cost) ON m.key = u.key
+        ORDER BY u.pos);
+    END IF;
     IF v_keyless_pos IS NOT NULL THEN
       SELECT j.id INTO v_id FROM "sluice".job j
       WHERE j.queue = q.name AND j.state = 'pending' AND j.key IS NULL AND j.run_at <= p_now
@@ -771,6 +1029,33 @@ AS $function$
 BEGIN
   RAISE EXCEPTION USING ERRCODE = 'SL404', MESSAGE = format('queue "%s" does not exist', p_queue),
     DETAIL = json_build_object('queue', p_queue)::text;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.record_reserved_starts(p_queue text, p_ids bigint[], p_at timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET enable_bitmapscan TO 'off'
+ SET enable_seqscan TO 'off'
+ SET jit TO 'off'
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+BEGIN
+  INSERT INTO "sluice".job_start (queue, started_at, units, job_id)
+  SELECT p_queue, p_at, j.cost, j.id FROM "sluice".job j
+  WHERE j.id = ANY (p_ids) AND j.start_reserved AND NOT EXISTS (
+    SELECT 1 FROM "sluice".rate_grant g
+    WHERE g.queue = p_queue AND g.worker_id = j.worker_id
+      AND g.granted_at <= j.started_at AND j.started_at < g.until AND p_at <= g.until);
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.reserved_starts(q sluice.queue, OUT jobs integer, OUT units bigint)
+ RETURNS record
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+BEGIN
+  SELECT count(*)::integer, coalesce(sum(j.cost), 0)::bigint INTO jobs, units FROM "sluice".job j
+  WHERE j.queue = q.name AND j.state = 'active' AND j.start_reserved;
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.retry_or_dead(p_ids bigint[], p_tokens uuid[], p_errors jsonb[], p_error jsonb, p_now timestamp with time zone, p_notify boolean, p_wake_all boolean, p_discard boolean[] DEFAULT NULL::boolean[], p_snooze_ms integer[] DEFAULT NULL::integer[])
@@ -996,13 +1281,22 @@ CREATE OR REPLACE FUNCTION sluice.start_room(q sluice.queue, p_now timestamp wit
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
+DECLARE
+  v_reserved integer;
+  v_reserved_units bigint;
 BEGIN
+  IF q.rate_count IS NULL AND q.budget_units IS NULL THEN
+    RETURN;
+  END IF;
+  SELECT r.jobs, r.units INTO v_reserved, v_reserved_units FROM "sluice".reserved_starts(q) r;
   IF q.rate_count IS NOT NULL THEN
-    SELECT q.rate_count - count(*) INTO jobs FROM "sluice".job_start s
+    SELECT q.rate_count - v_reserved - count(*) INTO jobs FROM "sluice".job_start s
     WHERE s.queue = q.name AND s.started_at >= p_now - q.rate_period_ms * interval '1 millisecond';
+    jobs := jobs - (SELECT coalesce(sum(g.jobs), 0) FROM "sluice".rate_grant g
+                    WHERE g.queue = q.name AND g.until >= p_now - q.rate_period_ms * interval '1 millisecond');
   END IF;
   IF q.budget_units IS NOT NULL THEN
-    SELECT q.budget_units - coalesce(sum(s.units), 0) INTO units FROM "sluice".job_start s
+    SELECT q.budget_units - v_reserved_units - coalesce(sum(s.units), 0) INTO units FROM "sluice".job_start s
     WHERE s.queue = q.name AND s.started_at >= p_now - q.budget_period_ms * interval '1 millisecond';
   END IF;
 END $function$
@@ -1040,7 +1334,7 @@ BEGIN
   held := v_ready - v_fit;
 END $function$
 ;
-CREATE OR REPLACE FUNCTION sluice.take_over_slots(p_queue text, p_in_hand integer[], p_ids bigint[], p_tokens uuid[], OUT moved bigint[], OUT left_over integer[])
+CREATE OR REPLACE FUNCTION sluice.take_over_slots(p_queue text, p_in_hand integer[], p_ids bigint[], p_tokens uuid[], p_now timestamp with time zone, OUT moved bigint[], OUT left_over integer[])
  RETURNS record
  LANGUAGE plpgsql
  SET enable_bitmapscan TO 'off'
@@ -1083,7 +1377,10 @@ BEGIN
   END IF;
   IF q.concurrency IS NULL THEN
     -- No cap (any more): nothing to wait for.
-    UPDATE "sluice".job SET slot = NULL WHERE id = ANY (v_waiting);
+    IF q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL THEN
+      PERFORM "sluice".record_reserved_starts(p_queue, v_waiting, coalesce(p_now, now()));
+    END IF;
+    UPDATE "sluice".job SET slot = NULL, start_reserved = NULL WHERE id = ANY (v_waiting);
     moved := v_waiting;
     RETURN;
   END IF;
@@ -1101,7 +1398,12 @@ BEGIN
   UPDATE "sluice".slot s SET job_id = a.job_id
   FROM unnest(v_slots[1:v_n], v_waiting[1:v_n]) AS a(n, job_id)
   WHERE s.queue = p_queue AND s.n = a.n;
-  UPDATE "sluice".job j SET slot = a.n
+  -- Reserved starts (a rate or a budget, rate.sql), recorded with the moves: a job handed
+  -- over began before this statement was sent, one promoted begins after it.
+  IF q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL THEN
+    PERFORM "sluice".record_reserved_starts(p_queue, v_waiting[1:v_n], coalesce(p_now, now()));
+  END IF;
+  UPDATE "sluice".job j SET slot = a.n, start_reserved = NULL
   FROM unnest(v_slots[1:v_n], v_waiting[1:v_n]) AS a(n, job_id)
   WHERE j.id = a.job_id;
   moved := v_waiting[1:v_n];
@@ -1128,5 +1430,6 @@ END $function$
 ;
 
 -- Triggers
+CREATE TRIGGER job_record_reserved_start AFTER UPDATE OF state ON sluice.job FOR EACH ROW WHEN (old.start_reserved AND new.start_reserved AND old.state = 'active'::sluice.job_state AND new.state <> 'active'::sluice.job_state) EXECUTE FUNCTION sluice.job_record_reserved_start();
 CREATE TRIGGER job_release_slot BEFORE UPDATE OF state ON sluice.job FOR EACH ROW WHEN (old.slot IS NOT NULL AND new.slot IS NOT NULL AND new.state <> 'active'::sluice.job_state) EXECUTE FUNCTION sluice.job_release_slot();
 CREATE TRIGGER queue_slots AFTER INSERT OR UPDATE OF concurrency ON sluice.queue FOR EACH ROW EXECUTE FUNCTION sluice.queue_slots();

@@ -65,6 +65,18 @@ export interface QueuePolicy {
    * computed from the rate. Needs a `rateLimit` or a `budget`.
    */
   maxWaitMs?: number | null;
+  /**
+   * At most `count` jobs of one key start in any window of `periodMs` (sliding, on the
+   * database's clock, exact across processes), for every key. Keys take turns, so a key
+   * held back by its rate does not hold back the others. Jobs without a key are not
+   * bound by it. A job held back waits; no attempt is spent.
+   */
+  perKeyRateLimit?: RateLimit | null;
+  /**
+   * At most `units` of cost of one key start in any window of `periodMs`, for every key;
+   * within a key, taken in claim order. Jobs without a key are not bound by it.
+   */
+  perKeyBudget?: Budget | null;
 }
 
 export interface RateLimit {
@@ -101,6 +113,8 @@ export interface Queue {
   rateLimit: RateLimit | null;
   budget: Budget | null;
   maxWaitMs: number | null;
+  perKeyRateLimit: RateLimit | null;
+  perKeyBudget: Budget | null;
   createdAt: Date;
   updatedAt: Date;
 }

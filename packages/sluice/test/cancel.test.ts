@@ -79,7 +79,7 @@ test(`cancel across 4 processes: ${JOBS} running jobs cancelled, each handler's 
       // Nothing new running: wait for a start (or for the sweep to end the killed worker's jobs).
       const seen = started().length;
       const done = await ended();
-      await waitFor(async () => started().length > seen || (await ended()) > done, {
+      await waitFor(async () => started().length > seen || (await ended()) > done || done >= JOBS, {
         timeoutMs: 60_000,
         message: 'a job started or ended',
         detail: async () => (await sluice.stats(q)),

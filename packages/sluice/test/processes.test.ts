@@ -1,35 +1,17 @@
 // Guarantees across several real worker processes: no job runs twice, the global cap is
 // exact (and used), so is the per-key cap, and a killed worker's job is swept, retried and its slot reused.
 import assert from 'node:assert/strict';
-import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '@sluice/testkit';
-import { afterAll, makeSluice, sqlClient, testDatabase, uniqueQueue } from './helpers.js';
+import { forkFixture, makeSluice, sqlClient, testDatabase, uniqueQueue, type ForkedFixture } from './helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/worker-process.ts', import.meta.url));
 
-interface Child {
-  proc: ChildProcess;
-  messages: { type: string; id?: string; peak?: number }[];
-}
+type Child = ForkedFixture<{ type: string; id?: string; peak?: number }>;
 
-async function spawnWorker(config: Record<string, unknown>): Promise<Child> {
-  const proc = fork(FIXTURE, [], {
-    execArgv: ['--import', 'tsx', '--conditions=development'],
-    env: { ...process.env, SLUICE_FIXTURE: JSON.stringify(config) },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const child: Child = { proc, messages: [] };
-  // Whatever happens to the test, no worker process is left behind.
-  afterAll(() => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-  });
-  proc.on('message', (m: Child['messages'][number]) => child.messages.push(m));
-  await waitFor(() => child.messages.some((m) => m.type === 'ready'), { timeoutMs: 60_000, message: 'child ready' });
-  return child;
-}
+const spawnWorker = (config: Record<string, unknown>): Promise<Child> => forkFixture(FIXTURE, config);
 
 async function stopWorker(child: Child): Promise<{ peak?: number }> {
   const exited = once(child.proc, 'exit');
@@ -221,4 +203,130 @@ test('exact rate: 7 processes × 10 local slots against 50 starts a second, 1,00
   assert.ok(fullest >= 45, `the windows fill up (${fullest})`);
   assert.ok(achieved >= 47.5, `${achieved.toFixed(1)} starts/s is under 95 % of 50`);
   assert.equal(attempts, 1, 'a job held back by the rate spends no attempt');
+});
+
+/**
+ * Per key (all jobs under one key with `perKey` false): the fullest window of `periodMs`
+ * (one starting at each start: the fullest ones do, closed at both ends) in starts and in
+ * units of cost, from the table's start times; and the span from the first start to the last.
+ */
+async function fullestWindows(client: Awaited<ReturnType<typeof sqlClient>>, queue: string, periodMs: number, perKey = true) {
+  const { rows } = await client.query(
+    `WITH s AS (SELECT CASE WHEN $3 THEN key ELSE '' END AS key, started_at, cost FROM sluice.job WHERE queue = $1)
+     SELECT s1.key, max(w.n)::int AS starts, max(w.units)::int AS units,
+            extract(epoch FROM max(s1.started_at) - min(s1.started_at))::float8 AS span_s, count(*)::int AS jobs
+     FROM s s1, LATERAL (SELECT count(*) AS n, sum(s2.cost) AS units FROM s s2
+                         WHERE s2.key = s1.key AND s2.started_at BETWEEN s1.started_at AND s1.started_at + $2 * interval '1 millisecond') w
+     GROUP BY s1.key ORDER BY s1.key`,
+    [queue, periodMs, perKey],
+  );
+  return rows as { key: string; starts: number; units: number; span_s: number; jobs: number }[];
+}
+
+async function runToCompletion(db: { url: string }, sluice: Awaited<ReturnType<typeof makeSluice>>, q: string, jobs: number, processes: number, config: Record<string, unknown>) {
+  const children = await Promise.all(
+    Array.from({ length: processes }, () => spawnWorker({ url: db.url, queue: q, mode: 'record', concurrency: 10, ...config })),
+  );
+  await waitFor(async () => (await sluice.stats(q)).completed === jobs, { timeoutMs: 300_000, message: `${jobs} completed` });
+  await Promise.all(children.map(stopWorker));
+  const attempts = await sluice.pool.query('SELECT max(attempts)::int AS max FROM sluice.job WHERE queue = $1', [q]);
+  assert.equal(attempts.rows[0].max, 1, 'a job held back by a rate or a budget spends no attempt');
+}
+
+test('exact per-key rate: 4 processes × 10 local slots, 20 keys at 5 starts a second each, 600 jobs: no key starts more than 5 in any second, and the keys reach their rate', async (t) => {
+  const db = await testDatabase();
+  const sluice = await makeSluice();
+  const client = await prepareSpanTable();
+  const q = uniqueQueue('keyrate');
+  await sluice.queues.put(q, { perKeyRateLimit: { count: 5, periodMs: 1000 } });
+  await sluice.sendMany(q, Array.from({ length: 600 }, (_, i) => ({ data: i, key: `k${i % 20}` })));
+  await runToCompletion(db, sluice, q, 600, 4, {});
+  const keys = await fullestWindows(client, q, 1000);
+  assert.equal(keys.length, 20);
+  // A key's rate once its first window is full: its 25 starts after the 5th take 5 s. (Its
+  // first 5 may start at once, but 4 workers start 20 keys' first jobs over tens of ms.)
+  const { rows: sustained } = await client.query(
+    `SELECT key, (count(*) - 5) / extract(epoch FROM max(started_at) - (array_agg(started_at ORDER BY started_at))[5])::float8 AS rate
+     FROM sluice.job WHERE queue = $1 GROUP BY key ORDER BY key`,
+    [q],
+  );
+  const achieved = sustained.map((k) => k.rate as number);
+  const mean = achieved.reduce((a, b) => a + b, 0) / achieved.length;
+  t.diagnostic(`fullest key window ${Math.max(...keys.map((k) => k.starts))} starts; per-key starts/s ${Math.min(...achieved).toFixed(2)}–${Math.max(...achieved).toFixed(2)}, mean ${mean.toFixed(2)}`);
+  for (const k of keys) assert.ok(k.starts <= 5, `key ${k.key}: a window of 1 s held ${k.starts} starts`);
+  assert.ok(keys.every((k) => k.starts === 5), 'every key fills its windows');
+  assert.ok(mean >= 4.75, `the keys start ${mean.toFixed(2)} jobs/s on average: under 95 % of 5`);
+});
+
+test('exact per-key budget: 4 processes, 10 keys at 20 units a second each, costs from 1 to 10: no key starts more than 20 units in any second', async (t) => {
+  const db = await testDatabase();
+  const sluice = await makeSluice();
+  const client = await prepareSpanTable();
+  const q = uniqueQueue('keybudget');
+  await sluice.queues.put(q, { perKeyBudget: { units: 20, periodMs: 1000 } });
+  // Costs 1..10 in a scrambled order, 12 jobs a key: 66 units each, 4 windows or so.
+  await sluice.sendMany(q, Array.from({ length: 120 }, (_, i) => ({ data: i, key: `k${i % 10}`, cost: 1 + ((i * 7 + Math.floor(i / 10)) % 10) })));
+  await runToCompletion(db, sluice, q, 120, 4, {});
+  const keys = await fullestWindows(client, q, 1000);
+  t.diagnostic(`fullest key windows in units: ${keys.map((k) => k.units).join(' ')}`);
+  assert.equal(keys.length, 10);
+  for (const k of keys) assert.ok(k.units <= 20, `key ${k.key}: a window of 1 s started ${k.units} units`);
+  // A window holds at least what fits before the next job does not: more than half the budget.
+  assert.ok(keys.every((k) => k.units >= 11), 'every key uses its budget');
+});
+
+test('rate, global cap and per-key cap together: 4 processes, 20 starts a second, 3 per key, cap 4, 1 per key: none is exceeded', async (t) => {
+  const db = await testDatabase();
+  const sluice = await makeSluice();
+  const client = await prepareSpanTable();
+  const q = uniqueQueue('allbounds');
+  await sluice.queues.put(q, {
+    concurrency: 4, perKeyConcurrency: 1,
+    rateLimit: { count: 20, periodMs: 1000 }, perKeyRateLimit: { count: 3, periodMs: 1000 },
+  });
+  await sluice.sendMany(q, Array.from({ length: 120 }, (_, i) => ({ data: i, key: `k${i % 10}` })));
+  // Jobs of 150–250 ms: at 20 starts a second the cap of 4 binds at times, and one job
+  // at a time per key keeps a key under 5 a second, so its rate of 3 binds too.
+  await runToCompletion(db, sluice, q, 120, 4, { runMs: [150, 250] });
+  const [all] = await fullestWindows(client, q, 1000, false);
+  const keys = await fullestWindows(client, q, 1000);
+  const { rows } = await client.query(
+    `SELECT key, max(running)::int AS overlap FROM (
+       SELECT key, sum(delta) OVER (PARTITION BY key ORDER BY t, delta, job_id) AS running FROM (
+         SELECT k.key, s.start_ns AS t, 1 AS delta, s.job_id FROM span s JOIN sluice.job j ON j.id = s.job_id, LATERAL (VALUES (j.key), ('')) k(key) WHERE j.queue = $1
+         UNION ALL
+         SELECT k.key, s.end_ns, -1, s.job_id FROM span s JOIN sluice.job j ON j.id = s.job_id, LATERAL (VALUES (j.key), ('')) k(key) WHERE j.queue = $1
+       ) edges
+     ) timeline GROUP BY key ORDER BY key`,
+    [q],
+  );
+  const overlap = rows.find((r) => r.key === '')!.overlap;
+  const keyOverlap = Math.max(...rows.filter((r) => r.key !== '').map((r) => r.overlap));
+  t.diagnostic(`fullest window ${all!.starts}, fullest key window ${Math.max(...keys.map((k) => k.starts))}, handler overlap ${overlap}, per key ${keyOverlap}`);
+  assert.ok(all!.starts <= 20, `a window of 1 s held ${all!.starts} starts`);
+  assert.ok(all!.starts >= 15, `the rate binds (${all!.starts} in the fullest window)`);
+  for (const k of keys) assert.ok(k.starts <= 3, `key ${k.key}: a window of 1 s held ${k.starts} starts`);
+  assert.ok(overlap <= 4, `handler overlap ${overlap} never exceeds the cap`);
+  assert.ok(overlap >= 3, `handler overlap ${overlap}: the cap binds at times`);
+  assert.equal(keyOverlap, 1, 'no key runs two jobs at once');
+});
+
+test('exact rate with grants and jobs ahead: 7 processes × 10 local slots, cap 40, 600 starts a second, 3,000 jobs: no window of 1 s holds more than 600', async (t) => {
+  const db = await testDatabase();
+  const sluice = await makeSluice();
+  const client = await prepareSpanTable();
+  const q = uniqueQueue('grants');
+  // Room for many claims at first (grants of starts, jobs claimed ahead), then the rate
+  // binds: claims count exactly. A job's recorded start is its claim (one claimed ahead
+  // begins later, by the time its slot is written: its start counts in every window
+  // until then, so the windows of claim times are bounded as well).
+  await sluice.queues.put(q, { concurrency: 40, rateLimit: { count: 600, periodMs: 1000 } });
+  await sluice.sendMany(q, Array.from({ length: 3000 }, (_, i) => ({ data: i })));
+  await runToCompletion(db, sluice, q, 3000, 7, {});
+  const [all] = await fullestWindows(client, q, 1000, false);
+  const granted = await client.query('SELECT count(*)::int AS n FROM sluice.rate_grant WHERE queue = $1', [q]);
+  t.diagnostic(`fullest window ${all!.starts} starts; first to last start ${all!.span_s.toFixed(2)} s; ${granted.rows[0].n} grants`);
+  assert.ok(granted.rows[0].n > 0, 'workers were granted starts');
+  assert.ok(all!.starts <= 600, `a window of 1 s held ${all!.starts} starts`);
+  assert.ok(all!.starts >= 480, `the windows fill up (${all!.starts})`);
 });

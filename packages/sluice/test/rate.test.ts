@@ -147,3 +147,177 @@ test('maxWaitMs sheds a send whose projected wait passes it, with a Retry-After 
   await sluice.send(b, null, { cost: 20 });
   await assert.rejects(sluice.queues.put(b, { maxWaitMs: 1000 }), (err: unknown) => err instanceof ValidationError && err.field === 'maxWaitMs');
 });
+
+async function claimKeys(sluice: S, queue: string, limit: number, now: Date): Promise<string[]> {
+  const { rows } = await sluice.pool.query("SELECT key FROM sluice.claim($1, $2, 'w', $3, 5)", [queue, limit, now]);
+  return rows.map((r) => r.key ?? '-');
+}
+
+test('a per-key rate admits `count` starts of each key in any window, other keys take their turns, and jobs without a key are not bound', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { perKeyRateLimit: { count: 2, periodMs: 1000 } });
+  assert.deepEqual((await sluice.queues.get(q))?.perKeyRateLimit, { count: 2, periodMs: 1000 });
+  // Key a has many jobs; b and c one each, sent last: a busy key must not starve them.
+  await sluice.sendMany(q, [
+    ...Array.from({ length: 8 }, (_, i) => ({ data: i, key: 'a', runAt: T0 })),
+    { data: 100, key: 'b', runAt: T0 },
+    { data: 200, key: 'c', runAt: at(300) },
+    ...Array.from({ length: 3 }, (_, i) => ({ data: 300 + i, runAt: T0 })),
+  ]);
+
+  const first = await claimKeys(sluice, q, 10, T0);
+  assert.deepEqual(first.filter((k) => k === 'a').length, 2, `two of a's eight, none ahead: ${first}`);
+  assert.ok(first.includes('b'), 'b takes its turn');
+  assert.equal(first.filter((k) => k === '-').length, 3, 'jobs without a key are not held back by the per-key rate');
+  assert.deepEqual(await claimKeys(sluice, q, 10, at(300)), ['c'], 'a is full until 1000; c takes its turn');
+  assert.equal(await nextStartMs(sluice, q, at(300)), 701, 'a may start again once its starts at 0 leave its window');
+  assert.deepEqual(await claimKeys(sluice, q, 10, at(1000)), [], 'a start exactly one period ago still counts');
+  assert.deepEqual(await claimKeys(sluice, q, 10, at(1001)), ['a', 'a']);
+  assert.equal(await nextStartMs(sluice, q, at(1001)), 1001, 'when its starts at 1001 leave the window');
+
+  const { rows } = await sluice.pool.query("SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND state = 'pending' AND attempts = 0", [q]);
+  assert.equal(rows[0].n, 4, "a's jobs held back are pending, their attempts unspent");
+});
+
+test('a per-key rate holds across claims of a key made in turn, alongside perKeyConcurrency and a global rate', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { perKeyConcurrency: 1, perKeyRateLimit: { count: 2, periodMs: 1000 }, rateLimit: { count: 3, periodMs: 1000 } });
+  await sluice.sendMany(q, ['a', 'a', 'a', 'b', 'b', 'c', 'c'].map((key, i) => ({ data: i, key, runAt: T0 })));
+  assert.deepEqual((await claimKeys(sluice, q, 10, T0)).sort(), ['a', 'b', 'c'], 'one per key (perKeyConcurrency), three in all (the rate)');
+  await sluice.pool.query("UPDATE sluice.job SET state = 'completed' WHERE queue = $1 AND state = 'active'", [q]);
+  assert.deepEqual(await claimKeys(sluice, q, 10, at(500)), [], 'the global window is full');
+  assert.equal(await nextStartMs(sluice, q, at(500)), 501);
+  assert.deepEqual((await claimKeys(sluice, q, 10, at(1001))).sort(), ['a', 'b', 'c']);
+  await sluice.pool.query("UPDATE sluice.job SET state = 'completed' WHERE queue = $1 AND state = 'active'", [q]);
+  assert.deepEqual(await claimKeys(sluice, q, 10, at(1500)), [], "every key with work left has had 2 starts in this window: a at 0 and 1001");
+  assert.equal(await nextStartMs(sluice, q, at(1500)), 502, "a's start at 0 has left its window, but the global window is full until 2001");
+  assert.deepEqual(await claimKeys(sluice, q, 10, at(2002)), ['a']);
+});
+
+test('a per-key budget admits each key\'s jobs in its order while their cost fits, and says when the next may start', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { perKeyBudget: { units: 10, periodMs: 1000 } });
+  assert.deepEqual((await sluice.queues.get(q))?.perKeyBudget, { units: 10, periodMs: 1000 });
+  // a: 4 + 5 fit, then 6 does not and the 1 behind it waits; b: 10 fits alone.
+  await sluice.sendMany(q, [
+    ...[4, 5, 6, 1].map((cost, i) => ({ data: i, key: 'a', cost, runAt: T0 })),
+    ...[10, 1].map((cost, i) => ({ data: 10 + i, key: 'b', cost, runAt: T0 })),
+  ]);
+  const { rows } = await sluice.pool.query("SELECT key, cost FROM sluice.claim($1, 10, 'w', $2, 5) ORDER BY key, id", [q, T0]);
+  assert.deepEqual(rows.map((r) => `${r.key}${r.cost}`), ['a4', 'a5', 'b10']);
+  assert.deepEqual(await claimKeys(sluice, q, 10, at(400)), []);
+  assert.equal(await nextStartMs(sluice, q, at(400)), 601, 'both windows free at 1000');
+  assert.deepEqual((await claimKeys(sluice, q, 10, at(1001))).sort(), ['a', 'a', 'b'], 'a: 6 + 1; b: 1');
+  const units = await sluice.pool.query('SELECT key, sum(units)::int AS n FROM sluice.job_start WHERE queue = $1 GROUP BY key ORDER BY key', [q]);
+  assert.deepEqual(units.rows, [{ key: 'a', n: 16 }, { key: 'b', n: 11 }]);
+});
+
+test('next_start_ms for per-key bounds: a key with room, or a job without a key, may start now; a key at its concurrency waits for a completion', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { perKeyConcurrency: 1, perKeyRateLimit: { count: 1, periodMs: 1000 } });
+  await sluice.sendMany(q, ['a', 'a', 'b', 'b'].map((key, i) => ({ data: i, key, runAt: T0 })));
+  assert.equal(await nextStartMs(sluice, q, T0), 0, 'nothing started yet');
+  assert.equal((await claimKeys(sluice, q, 10, T0)).length, 2);
+  assert.equal(await nextStartMs(sluice, q, at(200)), 0, 'both keys run a job: a completion wakes the workers, not a rate');
+  await sluice.pool.query("UPDATE sluice.job SET state = 'completed' WHERE queue = $1 AND state = 'active' AND key = 'b'", [q]);
+  assert.equal(await nextStartMs(sluice, q, at(200)), 801, "b's start leaves its window at 1000");
+  await sluice.send(q, 'keyless', { runAt: T0 });
+  assert.equal(await nextStartMs(sluice, q, at(200)), 0, 'a job without a key may start now');
+});
+
+test('per-key policies refuse what they cannot mean, with typed errors', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  const refused = async (policy: object, field: string) =>
+    assert.rejects(sluice.queues.put(q, policy as never), (err: unknown) => err instanceof ValidationError && err.field === field);
+  await refused({ perKeyRateLimit: { count: 0, periodMs: 1000 } }, 'perKeyRateLimit.count');
+  await refused({ perKeyRateLimit: { count: 5 } }, 'perKeyRateLimit');
+  await refused({ perKeyRateLimit: { count: 5, periodMs: 86_400_001 } }, 'perKeyRateLimit.periodMs');
+  await refused({ perKeyRateLimit: { units: 5, periodMs: 1000 } }, 'perKeyRateLimit.units');
+  await refused({ perKeyBudget: { units: 2.5, periodMs: 1000 } }, 'perKeyBudget.units');
+  await refused({ perKeyBudget: [] }, 'perKeyBudget');
+  await sluice.queues.put(q, { perKeyRateLimit: { count: 5, periodMs: 1000 } });
+  const stored = await sluice.queues.get(q);
+  assert.deepEqual([stored?.perKeyRateLimit, stored?.perKeyBudget], [{ count: 5, periodMs: 1000 }, null]);
+});
+
+test('with room to spare, a rate grants each worker a share of the window for a second; across workers and grants the bound holds', async (t) => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 1000, rateLimit: { count: 400, periodMs: 1000 } });
+  await sluice.sendMany(q, Array.from({ length: 1000 }, (_, i) => ({ data: i, runAt: T0 })));
+  const claimAs = async (worker: string, ms: number) =>
+    (await sluice.pool.query('SELECT id::text, slot FROM sluice.claim($1, 5, $2, $3, 5)', [q, worker, at(ms)])).rows;
+
+  assert.equal((await claimAs('w1', 0)).length, 10, 'five for free local slots, five ahead');
+  const grants = await sluice.pool.query('SELECT jobs, used, until FROM sluice.rate_grant WHERE queue = $1', [q]);
+  assert.deepEqual(grants.rows, [{ jobs: 50, used: 10, until: at(1000) }], 'an eighth of the room, for a second');
+  assert.equal((await claimAs('w1', 10)).length, 10);
+  const recorded = async () => (await sluice.pool.query('SELECT count(*)::int AS n FROM sluice.job_start WHERE queue = $1', [q])).rows[0].n;
+  assert.equal(await recorded(), 0, 'starts taken from a grant are not recorded one by one');
+
+  // Eight workers claim in turn every 10 ms for most of the window.
+  let total = 20;
+  for (let ms = 20; ms <= 900; ms += 10) for (let w = 1; w <= 8; w++) total += (await claimAs(`w${w}`, ms)).length;
+  const active = await sluice.pool.query("SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND state = 'active'", [q]);
+  assert.equal(active.rows[0].n, total);
+  t.diagnostic(`${total} starts claimed in the window`);
+  assert.ok(total <= 400, `${total} starts in one window of 1 s`);
+  // Jobs claimed ahead in a grant count twice here (in the grant and as reservations) as
+  // nothing moves them into slots; still, most of the window is used.
+  assert.ok(total >= 250, `only ${total} of 400 starts were granted`);
+  assert.ok((await nextStartMs(sluice, q, at(900)))! > 0, 'the window is full, and next_start_ms says so');
+});
+
+test('a job claimed ahead in a grant and moved before the grant ends is covered by it; moved later, its start is recorded at the move', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 2, rateLimit: { count: 1000, periodMs: 1000 } });
+  await sluice.sendMany(q, Array.from({ length: 6 }, (_, i) => ({ data: i, runAt: T0 })));
+  const { rows } = await sluice.pool.query("SELECT id::text, lease_token, slot FROM sluice.claim($1, 2, 'w', $2, 2)", [q, T0]);
+  assert.deepEqual(rows.map((r) => r.slot), [1, 2, 0, 0]);
+  const handOver = (done: { id: string; lease_token: string }, next: { id: string; lease_token: string }, ms: number) =>
+    sluice.pool.query(
+      "SELECT completed, moved FROM sluice.complete_and_claim(ARRAY[$1]::bigint[], ARRAY[$2]::uuid[], ARRAY[NULL]::jsonb[], $3, false, $4, 0, NULL, 0, ARRAY[$5]::bigint[], ARRAY[$6]::uuid[])",
+      [done.id, done.lease_token, at(ms), q, next.id, next.lease_token],
+    );
+  await handOver(rows[0], rows[2], 100);
+  const starts = async () => (await sluice.pool.query('SELECT job_id::text, started_at FROM sluice.job_start WHERE queue = $1', [q])).rows;
+  assert.deepEqual(await starts(), [], 'moved at 100, within the grant (until 1000): its handler began within it');
+  await handOver(rows[1], rows[3], 1300);
+  assert.deepEqual(await starts(), [{ job_id: rows[3].id, started_at: at(1300) }], 'moved after the grant ended: recorded at the move');
+  const slots = await sluice.pool.query('SELECT id::text, slot FROM sluice.job WHERE id = ANY ($1::bigint[]) ORDER BY id', [[rows[2].id, rows[3].id]]);
+  assert.deepEqual(slots.rows.map((r) => r.slot), [1, 2]);
+});
+
+test('on a queue without a cap, jobs are claimed ahead only in a grant; one that ends within it needs no record, one that ends later is recorded', async () => {
+  // On the database's own clock: the trigger that records a start as its job ends reads it.
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { rateLimit: { count: 1000, periodMs: 1000 } });
+  await sluice.sendMany(q, Array.from({ length: 20 }, (_, i) => ({ data: i })));
+  const { rows } = await sluice.pool.query("SELECT id::text, lease_token, start_reserved FROM sluice.claim($1, 2, 'w', NULL, 2)", [q]);
+  assert.deepEqual(rows.map((r) => r.start_reserved), [null, null, true, true], 'two start now, two wait ahead with their starts reserved');
+  const complete = (job: { id: string; lease_token: string }) =>
+    sluice.pool.query(
+      "SELECT completed FROM sluice.complete_and_claim(ARRAY[$1]::bigint[], ARRAY[$2]::uuid[], ARRAY[NULL]::jsonb[], NULL, false, $3, 0, 'w', 0, '{}', '{}')",
+      [job.id, job.lease_token, q],
+    );
+  const recorded = async () => (await sluice.pool.query('SELECT job_id::text FROM sluice.job_start WHERE queue = $1', [q])).rows.map((r) => r.job_id);
+  await complete(rows[2]!);
+  assert.deepEqual(await recorded(), [], 'ended within the grant: its handler began within it');
+  // The grant's second passes (its end moved back rather than waited for).
+  await sluice.pool.query("UPDATE sluice.rate_grant SET until = now() - interval '1 millisecond' WHERE queue = $1", [q]);
+  await complete(rows[3]!);
+  assert.deepEqual(await recorded(), [rows[3].id], 'ended after the grant: recorded as it ends');
+
+  // Without room for a grant, nothing is claimed ahead on such a queue.
+  const small = uniqueQueue();
+  await sluice.queues.put(small, { rateLimit: { count: 40, periodMs: 1000 } });
+  await sluice.sendMany(small, Array.from({ length: 20 }, (_, i) => ({ data: i, runAt: T0 })));
+  assert.equal((await claim(sluice, small, 2, T0)).length, 2);
+});

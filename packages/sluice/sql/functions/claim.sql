@@ -16,12 +16,14 @@
 --   jobs claimed ahead (`ahead`) wait with slot 0 and are granted only when every free
 --   local slot got a slot, none while slots above a lowered cap are held.
 -- - Rate and budget (rate.sql): a claim of such a queue starts only what its windows
---   allow, counted and recorded under the queue's lock.
--- - Per-key concurrency: keys take turns (pick_per_key), so one key cannot starve the
---   others, and no key passes its limit: a claim takes a lock per key with a try-lock (a
---   key another claim is serving is skipped, not waited for) and reads the key's running
---   count in a statement after the lock, so the count includes every job the previous
---   holder claimed. Only claims start jobs, and every claim of a key holds its lock. Keys
+--   allow, counted and recorded under the queue's lock; on a capped queue its jobs ahead
+--   reserve their starts in the windows until their slots are written.
+-- - Per-key concurrency, rate and budget: keys take turns (pick_per_key), so one key cannot
+--   starve the others, and no key passes its limits: a claim takes a lock per key with a
+--   try-lock (a key another claim is serving is skipped, not waited for) and reads the
+--   key's running count and its starts in the window (rate.sql) in a statement after the
+--   lock, so the counts include every job the previous holder claimed. Only claims start
+--   jobs, and every claim of a key holds its lock until its starts are recorded. Keys
 --   whose hashes collide share a lock: served by one claim at a time, only slower.
 -- - The time is the database's (`now`, injectable for tests); leases end at now +
 --   lease_seconds.
@@ -57,17 +59,21 @@ BEGIN
   END LOOP;
 END $$;
 
--- The jobs a claim takes from a queue with per_key_concurrency. Keys take turns: a round
+-- The jobs a claim takes from a queue with per_key_concurrency, a per-key rate or a per-key
+-- budget (without per_key_concurrency a key's room is its rate's). Keys take turns: a round
 -- gives every key with room its next job (highest priority, then oldest), walking the keys
 -- in order from just after the cursor, with the jobs without a key taking one turn where
 -- the walk wraps around; rounds repeat until the batch is full or a round finds nothing.
 --
 -- Set-based, so a claim costs a few statements rather than a few per job: the walk lists
 -- the next keys with a ready job (one index probe each, a recursive skip scan), passes over
--- those already full as far as its snapshot shows (a key it wrongly thinks has room is
+-- those already full (running count, or starts in a per-key window) as far as its
+-- snapshot shows (a key it wrongly thinks has room is
 -- caught below; one it wrongly thinks full waits for the next claim) and takes the lock
 -- of each key no other claim holds; a second statement, whose snapshot is taken
--- after those locks, reads each key's running count and locks its next job. Only when the
+-- after those locks, reads each key's running count and starts in its windows, and locks
+-- its next job if it fits (a key's budget is taken in the key's order: a job that does not
+-- fit ends the key's share of the claim). Only when the
 -- first round leaves the batch short (fewer keys with room than jobs wanted) do further
 -- rounds run, one statement each. Every job picked is locked (a job being cancelled is
 -- skipped), so it is still pending when the claim updates it.
@@ -78,10 +84,14 @@ DECLARE
   v_from text;
   v_batch text[];
   v_ids bigint[] := '{}';
-  -- Keys that gave a job in round 1, in walk order, and the room each had; NULL is the
-  -- keyless turn (unlimited room), at v_keyless_pos among them.
+  -- Keys that gave a job in round 1, in walk order, the room each had and the units of its
+  -- budget left (NULL: no budget); NULL is the keyless turn (unlimited room), at
+  -- v_keyless_pos among them.
   v_keys text[] := '{}';
   v_rooms integer[] := '{}';
+  v_units bigint[] := '{}';
+  v_more_costs integer[];
+  v_key_rated boolean := q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL;
   v_keyless_pos integer;
   v_more bigint[];
   v_more_keys text[];
@@ -103,6 +113,7 @@ BEGIN
         v_ids := v_ids || v_id;
         v_keys := v_keys || NULL::text;
         v_rooms := v_rooms || p_limit;
+        v_units := v_units || NULL::bigint;
         v_keyless_pos := cardinality(v_keys);
       END IF;
       CONTINUE;
@@ -130,25 +141,32 @@ BEGIN
                    -- No job due yet: passed over (its later jobs are not read).
                    WHEN w.run_at > p_now AND NOT :SCHEMA.key_has_ready_job(q.name, w.key, w.priority, p_now) THEN false
                    -- Full as of this statement's snapshot: passed over without its lock.
-                   WHEN (SELECT count(*) FROM :SCHEMA.job a
+                   WHEN q.per_key_concurrency IS NOT NULL AND (SELECT count(*) FROM :SCHEMA.job a
                          WHERE a.queue = q.name AND a.state = 'active' AND a.key = w.key) >= q.per_key_concurrency THEN false
+                   WHEN v_key_rated AND (SELECT r.jobs <= 0 OR r.units <= 0 FROM :SCHEMA.key_start_room(q, w.key, p_now) r) THEN false
                    ELSE pg_try_advisory_xact_lock(hashtext(':SCHEMA_NAME.claim_key'), hashtext(q.name || '/' || w.key)) END
         LIMIT v_want);
       EXIT WHEN cardinality(v_batch) = 0;
-      -- A new statement, so a snapshot taken after the locks: each key's running count,
-      -- and the next job of each key with room.
+      -- A new statement, so a snapshot taken after the locks: each key's running count and
+      -- starts in its windows, and the next job of each key with room, if it fits.
       SELECT v_ids || coalesce(array_agg(c.id ORDER BY k.pos), '{}'),
              v_keys || coalesce(array_agg(k.key ORDER BY k.pos), '{}'),
-             v_rooms || coalesce(array_agg(q.per_key_concurrency - r.running ORDER BY k.pos), '{}')
-      INTO v_ids, v_keys, v_rooms
+             v_rooms || coalesce(array_agg(r.room ORDER BY k.pos), '{}'),
+             v_units || coalesce(array_agg(r.units - c.cost ORDER BY k.pos), '{}')
+      INTO v_ids, v_keys, v_rooms, v_units
       FROM unnest(v_batch) WITH ORDINALITY AS k(key, pos)
-      CROSS JOIN LATERAL (SELECT count(*)::integer AS running FROM :SCHEMA.job a
-                          WHERE a.queue = q.name AND a.state = 'active' AND a.key = k.key) r
-      CROSS JOIN LATERAL (SELECT j.id FROM :SCHEMA.job j
+      CROSS JOIN LATERAL (
+        SELECT coalesce(least(q.per_key_concurrency - n.running, s.jobs), p_limit) AS room, s.units
+        FROM (SELECT count(*)::integer AS running FROM :SCHEMA.job a
+              WHERE q.per_key_concurrency IS NOT NULL
+                AND a.queue = q.name AND a.state = 'active' AND a.key = k.key) n,
+             :SCHEMA.key_start_room(q, k.key, p_now) s) r
+      CROSS JOIN LATERAL (SELECT j.id, j.cost FROM :SCHEMA.job j
                           WHERE j.queue = q.name AND j.state = 'pending' AND j.key = k.key
-                            AND j.run_at <= p_now AND r.running < q.per_key_concurrency
+                            AND j.run_at <= p_now AND r.room > 0
                           ORDER BY j.priority DESC, j.run_at, j.id LIMIT 1
-                          FOR UPDATE SKIP LOCKED) c;
+                          FOR UPDATE SKIP LOCKED) c
+      WHERE c.cost <= coalesce(r.units, c.cost);
       v_from := v_batch[cardinality(v_batch)];
       EXIT WHEN cardinality(v_batch) < v_want OR cardinality(v_ids) >= p_limit;
     END LOOP;
@@ -161,19 +179,28 @@ BEGIN
   FOR v_round IN 2..p_limit LOOP
     EXIT WHEN cardinality(v_ids) >= p_limit;
     v_want := p_limit - cardinality(v_ids);
-    SELECT coalesce(array_agg(x.id ORDER BY x.pos), '{}'), coalesce(array_agg(x.key ORDER BY x.pos), '{}')
-    INTO v_more, v_more_keys
+    SELECT coalesce(array_agg(x.id ORDER BY x.pos), '{}'), coalesce(array_agg(x.key ORDER BY x.pos), '{}'),
+           coalesce(array_agg(x.cost ORDER BY x.pos), '{}')
+    INTO v_more, v_more_keys, v_more_costs
     FROM (
-      SELECT k.pos, k.key, c.id
-      FROM unnest(v_keys, v_rooms) WITH ORDINALITY AS k(key, room, pos)
-      CROSS JOIN LATERAL (SELECT j.id FROM :SCHEMA.job j
+      SELECT k.pos, k.key, c.id, c.cost
+      FROM unnest(v_keys, v_rooms, v_units) WITH ORDINALITY AS k(key, room, units, pos)
+      CROSS JOIN LATERAL (SELECT j.id, j.cost FROM :SCHEMA.job j
                           WHERE j.queue = q.name AND j.state = 'pending' AND j.key = k.key
                             AND j.run_at <= p_now AND j.id <> ALL (v_ids)
                           ORDER BY j.priority DESC, j.run_at, j.id LIMIT 1
                           FOR UPDATE SKIP LOCKED) c
-      WHERE k.key IS NOT NULL AND k.room >= v_round
+      WHERE k.key IS NOT NULL AND k.room >= v_round AND c.cost <= coalesce(k.units, c.cost)
       ORDER BY k.pos LIMIT v_want
     ) x;
+    IF q.key_budget_units IS NOT NULL AND cardinality(v_more) > 0 THEN
+      -- What each key's budget has left after this round's jobs.
+      v_units := ARRAY(
+        SELECT u.units - coalesce(m.cost, 0)
+        FROM unnest(v_keys, v_units) WITH ORDINALITY AS u(key, units, pos)
+        LEFT JOIN unnest(v_more_keys, v_more_costs) AS m(key, cost) ON m.key = u.key
+        ORDER BY u.pos);
+    END IF;
     IF v_keyless_pos IS NOT NULL THEN
       SELECT j.id INTO v_id FROM :SCHEMA.job j
       WHERE j.queue = q.name AND j.state = 'pending' AND j.key IS NULL AND j.run_at <= p_now
@@ -231,6 +258,10 @@ DECLARE
   v_reuse integer[] := '{}';
   v_slotted integer;
   v_rated boolean;
+  v_key_rated boolean;
+  v_grantable boolean;
+  v_grant_at timestamptz;
+  v_started integer;
   v_room integer;
   v_units bigint;
 BEGIN
@@ -252,14 +283,53 @@ BEGIN
   END IF;
 
   v_rated := q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL;
+  v_key_rated := q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL;
+  IF v_key_rated THEN
+    -- Nothing is claimed ahead: a job counts as started when it is claimed. Per-key rates
+    -- and budgets are counted under the keys' locks (pick_per_key), at the time read here.
+    v_now := coalesce(p_now, clock_timestamp());
+    v_limit := least(v_limit, greatest(p_limit, 0));
+  END IF;
   IF v_rated THEN
     -- Starts by rate and budget (rate.sql): counted under the queue's lock, at the time
-    -- it is held, and recorded below before it is released. Nothing is claimed ahead: a
-    -- job counts as started when it is claimed.
-    PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.rate'), hashtext(p_queue));
-    v_now := coalesce(p_now, clock_timestamp());
-    SELECT r.jobs, r.units INTO v_room, v_units FROM :SCHEMA.start_room(q, v_now) r;
-    v_limit := least(greatest(p_limit, 0), greatest(coalesce(v_room, p_limit), 0));
+    -- it is held, and recorded below before it is released; or, for a rate alone, taken
+    -- from this worker's grant under the lock shared. Jobs are claimed ahead only if the
+    -- window (or the grant) has room for them too, each reserving its start until its
+    -- slot is written or it ends; on a queue without a cap, only in a grant (otherwise
+    -- such a reservation would hold the window for the whole of its job).
+    v_grantable := q.budget_units IS NULL AND NOT v_key_rated AND p_worker_id IS NOT NULL;
+    IF v_grantable AND EXISTS (
+         SELECT 1 FROM :SCHEMA.rate_grant g
+         WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.jobs - g.used >= v_limit
+           AND g.rate_count = q.rate_count AND g.rate_period_ms = q.rate_period_ms
+           AND g.until > coalesce(p_now, clock_timestamp()) + interval '50 milliseconds') THEN
+      -- Looked at without a lock, so that a claim holding the shared lock never asks for
+      -- the exclusive one (two such claims would deadlock); checked again under it.
+      PERFORM pg_advisory_xact_lock_shared(hashtext(':SCHEMA_NAME.rate'), hashtext(p_queue));
+      v_now := coalesce(p_now, clock_timestamp());
+      SELECT g.granted_at, g.jobs - g.used INTO v_grant_at, v_room FROM :SCHEMA.rate_grant g
+      WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.granted_at <= v_now AND g.until > v_now
+        AND g.rate_count = q.rate_count AND g.rate_period_ms = q.rate_period_ms
+      ORDER BY g.granted_at DESC LIMIT 1
+      FOR UPDATE;
+      -- A grant that ran out in between (a long wait for the lock): what is left of it.
+      v_room := coalesce(v_room, 0);
+    ELSE
+      PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.rate'), hashtext(p_queue));
+      v_now := coalesce(p_now, clock_timestamp());
+      IF v_grantable THEN
+        v_grant_at := :SCHEMA.grant_starts(q, p_worker_id, v_now, v_limit);
+      END IF;
+      IF v_grant_at IS NOT NULL THEN
+        v_room := v_limit;
+      ELSE
+        IF q.concurrency IS NULL THEN
+          v_limit := least(v_limit, greatest(p_limit, 0));
+        END IF;
+        SELECT r.jobs, r.units INTO v_room, v_units FROM :SCHEMA.start_room(q, v_now) r;
+      END IF;
+    END IF;
+    v_limit := least(v_limit, greatest(coalesce(v_room, v_limit), 0));
     v_want := least(v_want, v_limit);
     IF v_limit <= 0 OR v_units <= 0 THEN
       PERFORM :SCHEMA.free_slots(p_queue, v_reuse);
@@ -298,7 +368,7 @@ BEGIN
     END IF;
   END IF;
 
-  IF q.per_key_concurrency IS NULL THEN
+  IF q.per_key_concurrency IS NULL AND NOT v_key_rated THEN
     v_ids := ARRAY(
       SELECT n.id FROM :SCHEMA.job n
       WHERE n.queue = p_queue AND n.state = 'pending' AND n.run_at <= v_now
@@ -319,6 +389,9 @@ BEGIN
   END IF;
 
   v_slotted := least(cardinality(v_slots), cardinality(v_ids));
+  -- The jobs that start now: those with slots, or on a queue without a cap the first
+  -- for the free local slots (a worker starts the rows in claim order).
+  v_started := CASE WHEN q.concurrency IS NOT NULL THEN v_slotted ELSE least(greatest(v_want, 0), cardinality(v_ids)) END;
   IF cardinality(v_reuse) > v_slotted THEN
     -- Slots in hand beyond the jobs found (they come first in v_slots): freed.
     PERFORM :SCHEMA.free_slots(p_queue, v_reuse[v_slotted + 1:]);
@@ -339,7 +412,8 @@ BEGIN
     SET state = 'active', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
         lease_expires_at = v_now + q.lease_seconds * interval '1 second',
         started_at = v_now, worker_id = p_worker_id,
-        slot = CASE WHEN q.concurrency IS NOT NULL THEN coalesce(v_slots[array_position(v_ids[1:v_slotted], j.id)], 0) END
+        slot = CASE WHEN q.concurrency IS NOT NULL THEN coalesce(v_slots[array_position(v_ids[1:v_slotted], j.id)], 0) END,
+        start_reserved = CASE WHEN v_rated AND NOT j.id = ANY (v_ids[1:v_started]) THEN true END
     -- The rows are locked by the pick: no state to recheck. (A state condition here would
     -- also let the planner read the whole ready index to find them.)
     WHERE j.id = ANY (v_ids)
@@ -347,9 +421,16 @@ BEGIN
   )
   SELECT * FROM claimed ORDER BY priority DESC, run_at, id;
 
-  IF v_rated AND cardinality(v_ids) > 0 THEN
-    INSERT INTO :SCHEMA.job_start (queue, started_at, units, job_id)
-    SELECT p_queue, v_now, j.cost, j.id FROM :SCHEMA.job j WHERE j.id = ANY (v_ids);
+  IF v_grant_at IS NOT NULL THEN
+    -- The grant counts its starts (rate.sql): nothing recorded one by one.
+    UPDATE :SCHEMA.rate_grant g SET used = g.used + cardinality(v_ids)
+    WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.granted_at = v_grant_at;
+  ELSIF (v_rated OR v_key_rated) AND cardinality(v_ids) > 0 THEN
+    -- The jobs that may start now; those waiting with slot 0 hold a reservation instead,
+    -- recorded when they get a slot or leave (rate.sql).
+    INSERT INTO :SCHEMA.job_start (queue, started_at, units, job_id, key)
+    SELECT p_queue, v_now, j.cost, j.id, CASE WHEN v_key_rated THEN j.key END FROM :SCHEMA.job j
+    WHERE j.id = ANY (v_ids[1:v_started]);
   END IF;
 END $$;
 
@@ -368,7 +449,8 @@ END $$;
 -- still flushed before it is acknowledged, and its flush also carries every claim
 -- committed before it.
 --
--- Not for a queue with `concurrency`, `perKeyConcurrency`, a rate or a budget: an undone
+-- Not for a queue with `concurrency`, `perKeyConcurrency`, a rate or a budget (its own or
+-- per key): an undone
 -- claim would free its slot, its key's room or its start, while the worker that holds
 -- the job may still be running it, and the bound must hold through a crash. Not when the transaction has written
 -- before (the caller's own work must keep the caller's durability). The setting is
@@ -382,7 +464,8 @@ BEGIN
   IF pg_current_xact_id_if_assigned() IS NULL AND EXISTS (
        SELECT 1 FROM :SCHEMA.queue
        WHERE name = p_queue AND concurrency IS NULL AND per_key_concurrency IS NULL
-         AND rate_count IS NULL AND budget_units IS NULL) THEN
+         AND rate_count IS NULL AND budget_units IS NULL
+         AND key_rate_count IS NULL AND key_budget_units IS NULL) THEN
     PERFORM set_config('synchronous_commit', 'off', true);
   END IF;
   RETURN QUERY SELECT * FROM :SCHEMA.claim(p_queue, p_limit, p_worker_id, p_now, p_ahead);
@@ -405,9 +488,22 @@ DECLARE
   v_moved bigint[] := '{}';
   v_claimed integer;
   v_in_hand integer[] := '{}';
+  v_capped boolean;
+  v_rated boolean;
+  v_grant_from timestamptz;
+  v_grant_until timestamptz;
 BEGIN
+  SELECT concurrency IS NOT NULL, rate_count IS NOT NULL INTO v_capped, v_rated FROM :SCHEMA.queue WHERE name = p_queue;
+  IF v_rated THEN
+    -- This worker's grant (rate.sql): its jobs claimed ahead in it that end while their
+    -- starts are still reserved (waiting for a move, or on a queue without a cap) began
+    -- within it, and need no record (their reservations end here, not in the trigger).
+    SELECT g.granted_at, g.until INTO v_grant_from, v_grant_until FROM :SCHEMA.rate_grant g
+    WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.granted_at <= v_now AND v_now <= g.until
+    ORDER BY g.granted_at DESC LIMIT 1;
+  END IF;
   -- state::text: see the note at the top of queries/worker.sql.
-  IF EXISTS (SELECT 1 FROM :SCHEMA.queue WHERE name = p_queue AND concurrency IS NOT NULL) THEN
+  IF v_capped THEN
     -- The slot comes from the row as it was (`o`): a job whose state changed since fails
     -- the fence and keeps out of it. This queue's slots are handed on below; jobs of
     -- other queues in the batch free theirs here. A job that completes while still
@@ -420,7 +516,9 @@ BEGIN
       UPDATE :SCHEMA.job j
       SET state = 'completed', finished_at = v_now, result = c.result,
           lease_token = NULL, lease_expires_at = NULL,
-          slot = CASE WHEN j.slot IS DISTINCT FROM o.slot THEN j.slot END
+          slot = CASE WHEN j.slot IS DISTINCT FROM o.slot THEN j.slot END,
+          start_reserved = CASE WHEN j.worker_id = p_worker_id AND j.started_at >= v_grant_from
+                                     AND j.started_at < v_grant_until THEN NULL ELSE j.start_reserved END
       FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
       JOIN :SCHEMA.job o ON o.id = c.id
       WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
@@ -439,7 +537,9 @@ BEGIN
     WITH done AS (
       UPDATE :SCHEMA.job j
       SET state = 'completed', finished_at = v_now, result = c.result,
-          lease_token = NULL, lease_expires_at = NULL
+          lease_token = NULL, lease_expires_at = NULL,
+          start_reserved = CASE WHEN j.worker_id = p_worker_id AND j.started_at >= v_grant_from
+                                     AND j.started_at < v_grant_until THEN NULL ELSE j.start_reserved END
       FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
       WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
       RETURNING j.id
@@ -449,7 +549,7 @@ BEGIN
 
   IF cardinality(p_move_ids) > 0 THEN
     SELECT t.moved, t.left_over INTO v_moved, v_in_hand
-    FROM :SCHEMA.take_over_slots(p_queue, v_in_hand, p_move_ids, p_move_tokens) t;
+    FROM :SCHEMA.take_over_slots(p_queue, v_in_hand, p_move_ids, p_move_tokens, v_now) t;
   END IF;
 
   -- The completed and moved ids ride on the first row only: the client parses them once.

@@ -1,9 +1,13 @@
 -- Admission by rate and budget: a queue may bound the jobs it starts (`rate_count` in every
 -- window of `rate_period_ms`) and the units they cost (`budget_units` in every window of
--- `budget_period_ms`, a job's `cost` counted when it starts).
+-- `budget_period_ms`, a job's `cost` counted when it starts); and the same for each key
+-- (`key_rate_count` per `key_rate_period_ms`, `key_budget_units` per `key_budget_period_ms`).
 --
---   start_room(queue row, now) → (jobs, units): what may still start now (NULL: no bound)
---   next_start_ms(queue, now)  → ms until the next job may start (0: now; NULL: no bound)
+--   start_room(queue row, now)          → (jobs, units): what may still start now (NULL: no bound)
+--   key_start_room(queue row, key, now) → (jobs, units): the same for one key
+--   key_start_at(queue row, key, cost, now) → when the key's next job (of that cost) may start
+--                                          (NULL: no bound holds it back)
+--   next_start_ms(queue, now)           → ms until the next job may start (0: now; NULL: no bound)
 --
 -- Guarantees:
 -- - Exact across processes, on the database clock: claim() (claim.sql) counts a queue's
@@ -11,28 +15,190 @@
 --   released, at the time the lock is held; so the starts of every window of the period,
 --   closed at both ends, stay within the bound. A sliding window, not a fixed one: there
 --   is no boundary at which twice the rate could pass.
--- - A job held back by a rate or a budget stays pending: no attempt is spent.
--- - A budget is taken in claim order: a job whose cost does not fit waits, and so do the
---   jobs behind it, so a costly job is never starved by cheap ones.
+-- - Jobs claimed ahead (they wait for a local slot of their worker, executor.ts) are
+--   claimed only if the window has room for them too; on a queue without a cap only in a
+--   grant (below). Until a job's start is recorded its handler may begin at any time, so
+--   it counts in every window (job.start_reserved): start_room counts it as a
+--   reservation, read before the recorded starts (a start recorded in between is counted
+--   twice, never missed). It is recorded, in the same transaction that ends the
+--   reservation, when its slot is written (take_over_slots: a handed-over job began
+--   before that statement) or when it leaves `active` (the trigger below; on a queue
+--   without a cap that is the only end). So every start counts in each window that holds
+--   the moment its handler began.
+-- - Grants: where a window has room for many claims (a rate without a budget), a claim
+--   under the lock held exclusively grants its worker a share of the room for a second
+--   (rate_grant), counted in full in every window its time touches, as if each of its
+--   starts were in all of them. The worker's next claims take their starts from the
+--   grant with the lock held shared (so claims of several workers run at once) and record
+--   nothing one by one; jobs claimed ahead in a grant and moved before its end need no
+--   record either (their handlers began within it). A claim that takes the lock
+--   exclusively waits for every claim holding it shared, so it counts every start a
+--   grant gave. Near the bound (room for fewer than 16 claims) nothing is granted and
+--   each claim counts exactly.
+-- - Per key the same: a claim counts a key's starts in a statement after it took the key's
+--   lock (pick_per_key, claim.sql) and records them (job_start.key) before the lock is
+--   released. A count reads every start from the window's beginning on (none is in the
+--   future of a later claim's count), so the bound holds whatever order the claims' clocks
+--   were read in. Jobs without a key are not bound per key.
+-- - A job held back by a rate or a budget stays pending: no attempt is spent. A key held
+--   back is passed over: the other keys take their turns.
+-- - A budget is taken in claim order (per key: in the key's order): a job whose cost does
+--   not fit waits, and so do the jobs behind it, so a costly job is never starved by cheap
+--   ones.
 -- - job_start keeps each start for the queue's longest window; the maintenance tick prunes
 --   what is older (sql/queries/maintenance.sql).
 
 CREATE OR REPLACE FUNCTION :SCHEMA.start_room(q :SCHEMA.queue, p_now timestamptz, OUT jobs integer, OUT units bigint)
 LANGUAGE plpgsql AS $$
+DECLARE
+  v_reserved integer;
+  v_reserved_units bigint;
 BEGIN
+  IF q.rate_count IS NULL AND q.budget_units IS NULL THEN
+    RETURN;
+  END IF;
+  SELECT r.jobs, r.units INTO v_reserved, v_reserved_units FROM :SCHEMA.reserved_starts(q) r;
   IF q.rate_count IS NOT NULL THEN
-    SELECT q.rate_count - count(*) INTO jobs FROM :SCHEMA.job_start s
+    SELECT q.rate_count - v_reserved - count(*) INTO jobs FROM :SCHEMA.job_start s
     WHERE s.queue = q.name AND s.started_at >= p_now - q.rate_period_ms * interval '1 millisecond';
+    jobs := jobs - (SELECT coalesce(sum(g.jobs), 0) FROM :SCHEMA.rate_grant g
+                    WHERE g.queue = q.name AND g.until >= p_now - q.rate_period_ms * interval '1 millisecond');
   END IF;
   IF q.budget_units IS NOT NULL THEN
-    SELECT q.budget_units - coalesce(sum(s.units), 0) INTO units FROM :SCHEMA.job_start s
+    SELECT q.budget_units - v_reserved_units - coalesce(sum(s.units), 0) INTO units FROM :SCHEMA.job_start s
     WHERE s.queue = q.name AND s.started_at >= p_now - q.budget_period_ms * interval '1 millisecond';
   END IF;
+END $$;
+
+-- A grant of starts to a worker, taken under the queue's lock held exclusively (p_now is
+-- the time it is held), if the window has room for many claims (16 of p_want); else NULL.
+-- Before counting, grants no claim can take any more count only what they used: those
+-- past their end, and this worker's own (it ends now, so that its claims from now on are
+-- told apart from the grant's). No claim on them is in flight: such claims hold the lock
+-- shared.
+CREATE OR REPLACE FUNCTION :SCHEMA.grant_starts(q :SCHEMA.queue, p_worker_id text, p_now timestamptz, p_want integer)
+RETURNS timestamptz LANGUAGE plpgsql AS $$
+DECLARE
+  v_room integer;
+BEGIN
+  UPDATE :SCHEMA.rate_grant g SET jobs = g.used, until = least(g.until, p_now)
+  WHERE g.queue = q.name AND g.until >= p_now - q.rate_period_ms * interval '1 millisecond'
+    AND (g.worker_id = p_worker_id OR (g.until <= p_now AND g.jobs > g.used));
+  SELECT r.jobs INTO v_room FROM :SCHEMA.start_room(q, p_now) r;
+  IF v_room < 16 * p_want THEN
+    RETURN NULL;
+  END IF;
+  -- An eighth of the room, so that every worker's share leaves room for the others';
+  -- for a second, so that an unused grant holds the windows it touches for little longer
+  -- than one, and a worker asks again a few times a second at most (a claim that grants
+  -- waits for the claims in flight, and the claims behind it wait for it).
+  INSERT INTO :SCHEMA.rate_grant AS g (queue, worker_id, granted_at, until, jobs, rate_count, rate_period_ms)
+  VALUES (q.name, p_worker_id, p_now, p_now + interval '1 second', least(v_room / 8, 256 * p_want),
+          q.rate_count, q.rate_period_ms)
+  -- A grant closed at this very time (an injected clock): the new one continues it.
+  ON CONFLICT (queue, worker_id, granted_at) DO UPDATE SET until = excluded.until, jobs = g.used + excluded.jobs;
+  RETURN p_now;
+END $$;
+
+-- Records the starts of jobs claimed ahead (reserved until now) as at p_at, except those a
+-- grant of their worker covers: claimed in it and moved before its end. Called before
+-- the reservations are cleared.
+-- (plpgsql, not sql: its plan is kept per connection, not made at every call.)
+CREATE OR REPLACE FUNCTION :SCHEMA.record_reserved_starts(p_queue text, p_ids bigint[], p_at timestamptz)
+RETURNS void LANGUAGE plpgsql
+-- Primary-key reads, whatever the statistics say (as the moves that call it).
+SET enable_bitmapscan = off SET enable_seqscan = off SET jit = off SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+  INSERT INTO :SCHEMA.job_start (queue, started_at, units, job_id)
+  SELECT p_queue, p_at, j.cost, j.id FROM :SCHEMA.job j
+  WHERE j.id = ANY (p_ids) AND j.start_reserved AND NOT EXISTS (
+    SELECT 1 FROM :SCHEMA.rate_grant g
+    WHERE g.queue = p_queue AND g.worker_id = j.worker_id
+      AND g.granted_at <= j.started_at AND j.started_at < g.until AND p_at <= g.until);
+END $$;
+
+-- Starts reserved and not yet recorded: jobs claimed ahead, still waiting for a slot
+-- (job.start_reserved; also after the cap was lifted or the rate removed: they may still
+-- begin).
+CREATE OR REPLACE FUNCTION :SCHEMA.reserved_starts(q :SCHEMA.queue, OUT jobs integer, OUT units bigint)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  SELECT count(*)::integer, coalesce(sum(j.cost), 0)::bigint INTO jobs, units FROM :SCHEMA.job j
+  WHERE j.queue = q.name AND j.state = 'active' AND j.start_reserved;
+END $$;
+
+-- A job claimed ahead that leaves `active` still waiting for its slot (it completed or
+-- failed before its move was written, was swept, cancelled or given back) has its start
+-- recorded as it leaves, unless its grant covers it: its handler may have begun (a job
+-- given back unstarted counts too, which only errs on the safe side). A completion that
+-- finds the grant covering it clears the reservation itself (complete_and_claim), so
+-- the trigger does not fire.
+CREATE OR REPLACE FUNCTION :SCHEMA.job_record_reserved_start() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM :SCHEMA.rate_grant g
+                     WHERE g.queue = NEW.queue AND g.worker_id = NEW.worker_id
+                       AND g.granted_at <= NEW.started_at AND NEW.started_at < g.until AND now() <= g.until) THEN
+    INSERT INTO :SCHEMA.job_start (queue, started_at, units, job_id) VALUES (NEW.queue, now(), NEW.cost, NEW.id);
+  END IF;
+  RETURN NULL;
+END $$;
+
+DROP TRIGGER IF EXISTS job_record_reserved_start ON :SCHEMA.job;
+CREATE TRIGGER job_record_reserved_start AFTER UPDATE OF state ON :SCHEMA.job
+-- Only such jobs fire it (job.start_reserved): the other state changes pay one test.
+FOR EACH ROW WHEN (OLD.start_reserved AND NEW.start_reserved AND OLD.state = 'active' AND NEW.state <> 'active')
+EXECUTE FUNCTION :SCHEMA.job_record_reserved_start();
+
+CREATE OR REPLACE FUNCTION :SCHEMA.key_start_room(q :SCHEMA.queue, p_key text, p_now timestamptz, OUT jobs integer, OUT units bigint)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  IF q.key_rate_count IS NOT NULL THEN
+    SELECT q.key_rate_count - count(*) INTO jobs FROM :SCHEMA.job_start s
+    WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_rate_period_ms * interval '1 millisecond';
+  END IF;
+  IF q.key_budget_units IS NOT NULL THEN
+    SELECT q.key_budget_units - coalesce(sum(s.units), 0) INTO units FROM :SCHEMA.job_start s
+    WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_budget_period_ms * interval '1 millisecond';
+  END IF;
+END $$;
+
+-- When a key's rate and budget let its next job start: once the starts that keep its
+-- window full have left it (NULL: nothing holds it back now).
+CREATE OR REPLACE FUNCTION :SCHEMA.key_start_at(q :SCHEMA.queue, p_key text, p_cost integer, p_now timestamptz)
+RETURNS timestamptz LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  v_rate_at timestamptz;
+  v_budget_at timestamptz;
+BEGIN
+  IF q.key_rate_count IS NOT NULL THEN
+    SELECT s.started_at + q.key_rate_period_ms * interval '1 millisecond' INTO v_rate_at
+    FROM :SCHEMA.job_start s
+    WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_rate_period_ms * interval '1 millisecond'
+    ORDER BY s.started_at DESC OFFSET q.key_rate_count - 1 LIMIT 1;
+  END IF;
+  IF q.key_budget_units IS NOT NULL THEN
+    SELECT x.started_at + q.key_budget_period_ms * interval '1 millisecond' INTO v_budget_at
+    FROM (
+      SELECT s.started_at, sum(s.units) OVER (ORDER BY s.started_at DESC, s.job_id DESC) AS newer
+      FROM :SCHEMA.job_start s
+      WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_budget_period_ms * interval '1 millisecond'
+    ) x
+    WHERE x.newer + p_cost > q.key_budget_units
+    ORDER BY x.started_at DESC LIMIT 1;
+  END IF;
+  RETURN greatest(v_rate_at, v_budget_at);
 END $$;
 
 -- When the rate and the budget next let a job start: once the starts that keep the window
 -- full have left it. For the budget, the job waiting first in claim order (cost 1 if none
 -- is ready) must fit.
+--
+-- Per key: the earliest time any key with a job due may start one, among the keys the
+-- next claims visit first (from the cursor on, at most 100: the cost is bounded, and a
+-- later key is found by the worker's poll). A job without a key, or a key no bound holds
+-- back, may start now; a key at its perKeyConcurrency is left out (a completion wakes
+-- the workers).
 CREATE OR REPLACE FUNCTION :SCHEMA.next_start_ms(p_queue text, p_now timestamptz) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -40,18 +206,41 @@ DECLARE
   v_now timestamptz := coalesce(p_now, clock_timestamp());
   v_rate_at timestamptz;
   v_budget_at timestamptz;
+  v_key_at timestamptz;
   v_cost integer;
+  v_cursor text;
+  v_from text;
+  v_key text;
+  v_priority integer;
+  v_run_at timestamptz;
+  v_wrapped boolean := false;
+  v_at timestamptz;
+  v_reserved integer;
+  v_reserved_units bigint;
 BEGIN
   SELECT * INTO q FROM :SCHEMA.queue WHERE name = p_queue;
-  IF q.name IS NULL OR (q.rate_count IS NULL AND q.budget_units IS NULL) THEN
+  IF q.name IS NULL OR (q.rate_count IS NULL AND q.budget_units IS NULL
+                        AND q.key_rate_count IS NULL AND q.key_budget_units IS NULL) THEN
     RETURN NULL;
   END IF;
-  IF q.rate_count IS NOT NULL THEN
-    -- The rate_count-th newest start in the window: while it is in, the window is full.
-    SELECT s.started_at + q.rate_period_ms * interval '1 millisecond' INTO v_rate_at
-    FROM :SCHEMA.job_start s
-    WHERE s.queue = p_queue AND s.started_at >= v_now - q.rate_period_ms * interval '1 millisecond'
-    ORDER BY s.started_at DESC OFFSET q.rate_count - 1 LIMIT 1;
+  -- Reserved starts (jobs claimed ahead) count as starts now: the earliest they can be.
+  SELECT r.jobs, r.units INTO v_reserved, v_reserved_units FROM :SCHEMA.reserved_starts(q) r;
+  IF q.rate_count IS NOT NULL AND v_reserved >= q.rate_count THEN
+    v_rate_at := v_now + q.rate_period_ms * interval '1 millisecond';
+  ELSIF q.rate_count IS NOT NULL THEN
+    -- The newest start that, with those after it, fills the window: while it is in, the
+    -- window is full. A grant counts as its starts at its end (the latest they can be).
+    SELECT x.t + q.rate_period_ms * interval '1 millisecond' INTO v_rate_at
+    FROM (
+      SELECT u.t, sum(u.n) OVER (ORDER BY u.t DESC ROWS UNBOUNDED PRECEDING) AS newer
+      FROM (SELECT s.started_at AS t, 1 AS n FROM :SCHEMA.job_start s
+            WHERE s.queue = p_queue AND s.started_at >= v_now - q.rate_period_ms * interval '1 millisecond'
+            UNION ALL
+            SELECT g.until, g.jobs FROM :SCHEMA.rate_grant g
+            WHERE g.queue = p_queue AND g.until >= v_now - q.rate_period_ms * interval '1 millisecond') u
+    ) x
+    WHERE x.newer + v_reserved >= q.rate_count
+    ORDER BY x.t DESC LIMIT 1;
   END IF;
   IF q.budget_units IS NOT NULL THEN
     SELECT j.cost INTO v_cost FROM :SCHEMA.job j
@@ -64,8 +253,41 @@ BEGIN
       FROM :SCHEMA.job_start s
       WHERE s.queue = p_queue AND s.started_at >= v_now - q.budget_period_ms * interval '1 millisecond'
     ) x
-    WHERE x.newer + coalesce(v_cost, 1) > q.budget_units
+    WHERE x.newer + v_reserved_units + coalesce(v_cost, 1) > q.budget_units
     ORDER BY x.started_at DESC LIMIT 1;
+    IF v_reserved_units + coalesce(v_cost, 1) > q.budget_units THEN
+      v_budget_at := v_now + q.budget_period_ms * interval '1 millisecond';
+    END IF;
   END IF;
-  RETURN greatest(0, ceil(extract(epoch FROM greatest(v_rate_at, v_budget_at) - v_now) * 1000) + 1)::integer;
+  IF (q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL) AND NOT EXISTS (
+       SELECT 1 FROM :SCHEMA.job j
+       WHERE j.queue = p_queue AND j.state = 'pending' AND j.key IS NULL AND j.run_at <= v_now) THEN
+    SELECT c.key INTO v_cursor FROM :SCHEMA.key_cursor c WHERE c.queue = p_queue;
+    v_from := coalesce(v_cursor, '');
+    FOR v_step IN 1..100 LOOP
+      -- The next key with a pending job: its most urgent one (an index probe).
+      SELECT j.key, j.priority, j.run_at, j.cost INTO v_key, v_priority, v_run_at, v_cost FROM :SCHEMA.job j
+      WHERE j.queue = p_queue AND j.state = 'pending' AND j.key > v_from
+      ORDER BY j.key, j.priority DESC, j.run_at, j.id LIMIT 1;
+      IF NOT FOUND OR (v_wrapped AND v_key > v_cursor) THEN
+        EXIT WHEN v_wrapped OR v_cursor IS NULL;
+        v_wrapped := true;
+        v_from := '';
+        CONTINUE;
+      END IF;
+      v_from := v_key;
+      CONTINUE WHEN v_run_at > v_now AND NOT :SCHEMA.key_has_ready_job(p_queue, v_key, v_priority, v_now);
+      CONTINUE WHEN q.per_key_concurrency IS NOT NULL AND (
+        SELECT count(*) FROM :SCHEMA.job a
+        WHERE a.queue = p_queue AND a.state = 'active' AND a.key = v_key) >= q.per_key_concurrency;
+      -- A key whose first job is not due: its due one's cost is not read (1 is the earliest).
+      v_at := coalesce(:SCHEMA.key_start_at(q, v_key, CASE WHEN v_run_at <= v_now THEN v_cost ELSE 1 END, v_now), v_now);
+      v_key_at := least(v_key_at, v_at);
+      IF v_key_at <= v_now THEN
+        v_key_at := NULL; -- a key may start now
+        EXIT;
+      END IF;
+    END LOOP;
+  END IF;
+  RETURN greatest(0, ceil(extract(epoch FROM greatest(v_rate_at, v_budget_at, v_key_at) - v_now) * 1000) + 1)::integer;
 END $$;

@@ -19,6 +19,8 @@
 -- - A move is fenced by the waiting job's lease token and needs `slot = 0`; moves lock
 --   their jobs in id order, as every batch of results does, so two statements never take
 --   their common rows in opposite orders.
+-- - On a queue with a rate or a budget, a move records the start its job reserved when it
+--   was claimed ahead (rate.sql), unless the worker's grant covers it.
 -- - Only slots 1..N are handed out. While a slot above N is still held (the cap was just
 --   lowered), claims that take free slots fall back to counting under the claim lock.
 --
@@ -102,7 +104,7 @@ END $$;
 -- Returns the ids that now hold slots and the slots in hand left over (still held by
 -- this transaction, for the caller to hand to its claim or free).
 CREATE OR REPLACE FUNCTION :SCHEMA.take_over_slots(
-  p_queue text, p_in_hand integer[], p_ids bigint[], p_tokens uuid[],
+  p_queue text, p_in_hand integer[], p_ids bigint[], p_tokens uuid[], p_now timestamptz,
   OUT moved bigint[], OUT left_over integer[])
 LANGUAGE plpgsql
 SET enable_bitmapscan = off SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_sort = off SET jit = off
@@ -140,7 +142,10 @@ BEGIN
   END IF;
   IF q.concurrency IS NULL THEN
     -- No cap (any more): nothing to wait for.
-    UPDATE :SCHEMA.job SET slot = NULL WHERE id = ANY (v_waiting);
+    IF q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL THEN
+      PERFORM :SCHEMA.record_reserved_starts(p_queue, v_waiting, coalesce(p_now, now()));
+    END IF;
+    UPDATE :SCHEMA.job SET slot = NULL, start_reserved = NULL WHERE id = ANY (v_waiting);
     moved := v_waiting;
     RETURN;
   END IF;
@@ -158,7 +163,12 @@ BEGIN
   UPDATE :SCHEMA.slot s SET job_id = a.job_id
   FROM unnest(v_slots[1:v_n], v_waiting[1:v_n]) AS a(n, job_id)
   WHERE s.queue = p_queue AND s.n = a.n;
-  UPDATE :SCHEMA.job j SET slot = a.n
+  -- Reserved starts (a rate or a budget, rate.sql), recorded with the moves: a job handed
+  -- over began before this statement was sent, one promoted begins after it.
+  IF q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL THEN
+    PERFORM :SCHEMA.record_reserved_starts(p_queue, v_waiting[1:v_n], coalesce(p_now, now()));
+  END IF;
+  UPDATE :SCHEMA.job j SET slot = a.n, start_reserved = NULL
   FROM unnest(v_slots[1:v_n], v_waiting[1:v_n]) AS a(n, job_id)
   WHERE j.id = a.job_id;
   moved := v_waiting[1:v_n];

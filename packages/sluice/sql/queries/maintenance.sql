@@ -99,9 +99,15 @@ RETURNING id;
 SELECT now() AS now;
 
 -- name: JobStartPrune
--- Starts older than their queue's longest rate or budget window count for nothing any more
--- (sql/functions/rate.sql); a queue without either keeps none.
+-- Starts older than their queue's longest rate or budget window (its own or per key) count for nothing any more
+-- (sql/functions/rate.sql); a queue without either keeps none. So do grants past their rate's window.
+WITH grants AS (
+  DELETE FROM :SCHEMA.rate_grant g
+  WHERE g.until < coalesce($1::timestamptz, now()) - coalesce(
+    (SELECT q.rate_period_ms FROM :SCHEMA.queue q WHERE q.name = g.queue), 0) * interval '1 millisecond'
+)
 DELETE FROM :SCHEMA.job_start s
 WHERE s.started_at < coalesce($1::timestamptz, now()) - coalesce(
-  (SELECT greatest(q.rate_period_ms, q.budget_period_ms) FROM :SCHEMA.queue q WHERE q.name = s.queue), 0
+  (SELECT greatest(q.rate_period_ms, q.budget_period_ms, q.key_rate_period_ms, q.key_budget_period_ms)
+   FROM :SCHEMA.queue q WHERE q.name = s.queue), 0
 ) * interval '1 millisecond';

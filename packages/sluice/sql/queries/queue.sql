@@ -5,8 +5,10 @@ INSERT INTO :SCHEMA.queue AS q (
   name, concurrency, per_key_concurrency, max_per_key, max_pending, max_attempts,
   backoff_base_ms, backoff_max_ms, backoff_jitter, lease_seconds, retry_after_seconds, paused,
   retain_completed_seconds, retain_cancelled_seconds, retain_dead_seconds, archive, dead_letter_queue,
-  rate_count, rate_period_ms, budget_units, budget_period_ms, max_wait_ms)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+  rate_count, rate_period_ms, budget_units, budget_period_ms, max_wait_ms,
+  key_rate_count, key_rate_period_ms, key_budget_units, key_budget_period_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22,
+        $23, $24, $25, $26)
 ON CONFLICT (name) DO UPDATE SET
   concurrency = excluded.concurrency,
   per_key_concurrency = excluded.per_key_concurrency,
@@ -29,6 +31,10 @@ ON CONFLICT (name) DO UPDATE SET
   budget_units = excluded.budget_units,
   budget_period_ms = excluded.budget_period_ms,
   max_wait_ms = excluded.max_wait_ms,
+  key_rate_count = excluded.key_rate_count,
+  key_rate_period_ms = excluded.key_rate_period_ms,
+  key_budget_units = excluded.key_budget_units,
+  key_budget_period_ms = excluded.key_budget_period_ms,
   updated_at = now()
 RETURNING q.*;
 

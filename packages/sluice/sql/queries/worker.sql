@@ -99,7 +99,8 @@ WITH j AS (
   RETURNING id, queue, started_at
 ), counted AS (
   UPDATE :SCHEMA.job_start s SET units = $3
-  FROM j WHERE s.queue = j.queue AND s.started_at = j.started_at AND s.job_id = j.id
+  -- A job claimed ahead is recorded when it got its slot: at or after its claim.
+  FROM j WHERE s.queue = j.queue AND s.started_at >= j.started_at AND s.job_id = j.id
   RETURNING s.job_id
 )
 SELECT j.id FROM j, (SELECT count(*) FROM counted) c;

@@ -61,6 +61,8 @@ export function toQueue(r: any): Queue {
     rateLimit: r.rate_count == null ? null : { count: r.rate_count, periodMs: r.rate_period_ms },
     budget: r.budget_units == null ? null : { units: Number(r.budget_units), periodMs: r.budget_period_ms },
     maxWaitMs: r.max_wait_ms ?? null,
+    perKeyRateLimit: r.key_rate_count == null ? null : { count: r.key_rate_count, periodMs: r.key_rate_period_ms },
+    perKeyBudget: r.key_budget_units == null ? null : { units: Number(r.key_budget_units), periodMs: r.key_budget_period_ms },
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

@@ -90,7 +90,7 @@ function describe(value: unknown): string {
 const POLICY_FIELDS = new Set([
   'concurrency', 'perKeyConcurrency', 'maxPerKey', 'maxPending', 'maxAttempts',
   'backoff', 'leaseSeconds', 'retryAfterSeconds', 'paused', 'retention', 'archive', 'deadLetterQueue',
-  'rateLimit', 'budget', 'maxWaitMs',
+  'rateLimit', 'budget', 'maxWaitMs', 'perKeyRateLimit', 'perKeyBudget',
 ]);
 const RETENTION_FIELDS = ['completedSeconds', 'cancelledSeconds', 'deadSeconds'];
 
@@ -123,6 +123,8 @@ export function policyParams(policy: QueuePolicy): unknown[] {
   const deadLetterQueue = policy.deadLetterQueue == null ? null : validateQueueName(policy.deadLetterQueue);
   const rate = validateWindow(policy.rateLimit, 'rateLimit', 'count');
   const budget = validateWindow(policy.budget, 'budget', 'units');
+  const keyRate = validateWindow(policy.perKeyRateLimit, 'perKeyRateLimit', 'count');
+  const keyBudget = validateWindow(policy.perKeyBudget, 'perKeyBudget', 'units');
   const maxWaitMs = validateInt(policy.maxWaitMs, 'maxWaitMs', { min: 1, max: 86_400_000 });
   if (maxWaitMs !== null && !rate && !budget) {
     throw new ValidationError('maxWaitMs needs a rateLimit or a budget: the wait is projected from them', 'maxWaitMs');
@@ -149,6 +151,10 @@ export function policyParams(policy: QueuePolicy): unknown[] {
     budget?.amount ?? null,
     budget?.periodMs ?? null,
     maxWaitMs,
+    keyRate?.amount ?? null,
+    keyRate?.periodMs ?? null,
+    keyBudget?.amount ?? null,
+    keyBudget?.periodMs ?? null,
   ];
 }
 
