@@ -6,8 +6,9 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { waitFor } from '@sluice/testkit';
-import { CATALOG, OfflineGenerator, PROVING_QUEUE, type CatalogEntry, type Generator } from '../src/index.js';
+import Fastify from 'fastify';
+import { installErrorHandlers } from '@sluice/server';
+import { CATALOG, OfflineGenerator, PROVING_QUEUE, missionsRoutes, type CatalogEntry, type Generator, type Submission } from '../src/index.js';
 import { engine, harness, settled, type Harness } from './helpers.js';
 
 const ltv = CATALOG.find((e) => e.id === 'py-customer-ltv')!;
@@ -52,12 +53,21 @@ test('a generation job stores a proven mission as pending; approved, served and 
   const fixed = await h.missions.submit(instance.id, mission.gold);
   const unfixed = await h.missions.submit(instance.id, instance.files);
   assert.equal(fixed.status, 'queued');
-  const graded = (id: string) => waitFor(async () => {
-    const s = await h.missions.getSubmission(id);
-    return s.status === 'queued' ? null : s;
-  }, { timeoutMs: 60_000, message: `submission ${id} graded` });
-  const pass = await graded(fixed.id);
-  const fail = await graded(unfixed.id);
+  // The candidate's side reads the grade from the event stream: the submission queued, then
+  // graded, in one response that ends once the grading job has.
+  const app = Fastify();
+  installErrorHandlers(app);
+  await app.register(missionsRoutes, { missions: h.missions, apiAuth: async () => undefined, adminAuth: async () => undefined });
+  const stream = await app.inject({ method: 'GET', url: `/api/submissions/${fixed.id}/events` });
+  await app.close();
+  assert.equal(stream.headers['content-type'], 'text/event-stream');
+  const events = stream.body.split('\n\n').filter((e) => e.startsWith('event: ')).map((e) => ({
+    event: e.slice('event: '.length, e.indexOf('\n')),
+    data: JSON.parse(e.slice(e.indexOf('data: ') + 'data: '.length)),
+  }));
+  assert.deepEqual(events.map((e) => [e.event, e.data.status]).at(-1), ['submission', 'passed'], stream.body.slice(0, 500));
+  const pass = events.at(-1)!.data as Submission;
+  const fail = await h.missions.awaitGrade(unfixed.id, { timeoutMs: 60_000 });
   assert.equal(pass.status, 'passed', pass.result?.summary);
   assert.equal(pass.result?.testsRun, pass.result?.testsPassed);
   assert.ok((pass.result?.testsRun ?? 0) >= 1);
