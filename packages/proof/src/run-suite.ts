@@ -9,6 +9,8 @@ import { resolveSandbox } from './sandbox/resolve.js';
 import { LANGUAGES, type RunSuiteInput, type SuiteResult } from './types.js';
 import { withWorkspace } from './workspace.js';
 
+export const MAX_SEED = 999;
+
 export function checkRunSuiteInput(input: RunSuiteInput): void {
   if (input === null || typeof input !== 'object') throw new InvalidInputError('runSuite needs an input object');
   if (!LANGUAGES.includes(input.language)) {
@@ -19,6 +21,11 @@ export function checkRunSuiteInput(input: RunSuiteInput): void {
   checkDisjoint(input.files, input.tests);
   if (input.timeoutMs !== undefined && (!Number.isInteger(input.timeoutMs) || input.timeoutMs < 100 || input.timeoutMs > MAX_TIMEOUT_MS)) {
     throw new InvalidInputError(`timeoutMs must be an integer from 100 to ${MAX_TIMEOUT_MS}`, 'timeoutMs');
+  }
+  if (input.only !== undefined && (typeof input.only !== 'string' || input.only === '')) throw new InvalidInputError('only must be a test id', 'only');
+  if (input.reverseOrder !== undefined && typeof input.reverseOrder !== 'boolean') throw new InvalidInputError('reverseOrder must be a boolean', 'reverseOrder');
+  if (input.seed !== undefined && (!Number.isInteger(input.seed) || input.seed < 0 || input.seed > MAX_SEED)) {
+    throw new InvalidInputError(`seed must be an integer from 0 to ${MAX_SEED}`, 'seed');
   }
   const deps = input.dependencies;
   if (deps !== undefined && (deps === null || typeof deps !== 'object' || Object.values(deps).some((v) => typeof v !== 'string'))) {

@@ -1,0 +1,93 @@
+/**
+ * The proof's integrity checks: a suite must judge behaviour, not text, order or luck.
+ *
+ * - Repetition (`flaky`): each side runs `proofRepetitions` times, each with its own seed;
+ *   gold passes every test every time, the sabotaged code fails every test every time.
+ * - Isolation (`order_dependent`): on gold, each test passes run alone (a pgTAP file
+ *   alone) and with the tests in reverse order.
+ * - Equivalent gold (`judges_text`): every test passes on a semantics-preserving rewrite
+ *   of gold (renamed locals, changed formatting, reordered definitions).
+ *
+ * All runs go through the process's run slots (run-slots.ts).
+ */
+import { firstLine, runReasons } from '../judge.js';
+import { DEFAULT_PROOF_REPETITIONS, type EngineOptions } from '../options.js';
+import { runSuite } from '../run-suite.js';
+import { runSlots } from '../run-slots.js';
+import type { ProofChecks, RunSuiteInput, SuiteResult, VerdictReason } from '../types.js';
+import { equivalentGold, REWRITE_DESCRIPTION } from './equivalent-gold.js';
+
+export function proofRepetitions(options: EngineOptions): number {
+  return options.proofRepetitions ?? DEFAULT_PROOF_REPETITIONS;
+}
+
+/** One run in the process's run slots. */
+export function slotRun(input: RunSuiteInput, options: EngineOptions): Promise<SuiteResult> {
+  return runSlots(options).run(() => runSuite(input, options));
+}
+
+/** The input run `repetitions` times, seeds 0, 1, 2…, in parallel within the run slots. */
+export function repeatRun(input: RunSuiteInput, options: EngineOptions): Promise<SuiteResult[]> {
+  return Promise.all(Array.from({ length: proofRepetitions(options) }, (_, seed) => slotRun({ ...input, seed }, options)));
+}
+
+/** `flaky` reasons: a later repetition that does not agree with what the rules want of the side. */
+export function flakyReasons(run: 'gold' | 'sabotaged', results: SuiteResult[]): VerdictReason[] {
+  const [first, ...rest] = results;
+  if (!first || runReasons(run, first).length > 0) return [];
+  const want = run === 'gold' ? 'passed' : 'failed';
+  const reasons: VerdictReason[] = [];
+  rest.forEach((result, i) => {
+    const seed = i + 1;
+    const broken = runReasons(run, result)[0];
+    if (broken) {
+      reasons.push({ run, code: 'flaky', message: `${run}: the run with seed ${seed} of ${results.length} did not complete cleanly: ${broken.message}` });
+      return;
+    }
+    for (const id of Object.keys(first.tests)) {
+      const test = result.tests[id];
+      if (test?.status === want && (want === 'passed' || test.failureKind === undefined)) continue;
+      const saw = test ? `${test.status}${test.failureKind ? ` (${test.failureKind})` : ''}` : 'missing';
+      reasons.push({ run, code: 'flaky', testId: id, message: `${run}: "${id}" ${want} in the first run but was ${saw} in the run with seed ${seed} of ${results.length}${test?.message ? `: ${firstLine(test.message)}` : ''}` });
+    }
+  });
+  return reasons;
+}
+
+/**
+ * `order_dependent` and `judges_text` reasons for a gold suite that passed cleanly in
+ * `gold`: the isolation runs and the equivalent rewrite, in parallel within the slots.
+ */
+export async function goldIntegrity(input: RunSuiteInput, gold: SuiteResult, options: EngineOptions): Promise<{ reasons: VerdictReason[]; checks: Omit<ProofChecks, 'repetitions'> }> {
+  const ids = Object.keys(gold.tests);
+  // pgTAP cannot run one assertion alone: its unit is the test file.
+  const units = input.language === 'sql' ? Object.keys(input.tests) : ids;
+  const isolation = units.length > 1 ? [{ only: undefined, reverseOrder: true }, ...units.map((only) => ({ only, reverseOrder: false }))] : [];
+  const rewritten = await equivalentGold(input.language, input.files, input.tests);
+  const [isolated, rewrite] = await Promise.all([
+    Promise.all(isolation.map((how) => slotRun({ ...input, ...how }, options))),
+    rewritten ? slotRun({ ...input, files: rewritten }, options) : null,
+  ]);
+  const reasons: VerdictReason[] = [];
+  isolation.forEach((how, i) => {
+    const covered = how.only === undefined ? ids : ids.filter((id) => (input.language === 'sql' ? id.startsWith(`${how.only}::`) : id === how.only));
+    const context = how.reverseOrder ? 'with the tests in reverse order' : input.language === 'sql' ? 'with its file run alone' : 'run alone';
+    reasons.push(...mustPass(isolated[i]!, covered, 'order_dependent', context));
+  });
+  if (rewrite) reasons.push(...mustPass(rewrite, ids, 'judges_text', `on an equivalent rewrite of gold (${REWRITE_DESCRIPTION[input.language]})`));
+  return { reasons, checks: { isolationRuns: isolation.length, rewrite: rewritten ? REWRITE_DESCRIPTION[input.language] : null } };
+}
+
+function mustPass(result: SuiteResult, ids: string[], code: 'order_dependent' | 'judges_text', context: string): VerdictReason[] {
+  const broken = runReasons('gold', result).find((r) => r.code !== 'no_tests' || ids.length > 0);
+  if (broken && !result.ran) return [{ run: 'gold', code, message: `gold: the suite did not complete ${context}: ${broken.message}` }];
+  if (result.setupError) return [{ run: 'gold', code, message: `gold: the suite did not load ${context}: ${firstLine(result.setupError)}` }];
+  const reasons: VerdictReason[] = [];
+  for (const id of ids) {
+    const test = result.tests[id];
+    if (test?.status === 'passed') continue;
+    const why = test ? `${test.status}${test.message ? `: ${firstLine(test.message)}` : ''}` : 'did not report';
+    reasons.push({ run: 'gold', code, testId: id, message: `gold: "${id}" fails ${context} (${why})` });
+  }
+  return reasons;
+}
