@@ -17,6 +17,7 @@ import { DomainMap } from './domain-map.js';
 import { MissionsError, ProofRejectedError } from './errors.js';
 import { OfflineGenerator, type GeneratedChallenge, type Generator } from './generator.js';
 import { gradeSuite } from './grading.js';
+import { proofSummary } from './proof-summary.js';
 import { instanceFromRow, missionFromRow, submissionFromRow } from './rows.js';
 import { Semaphore } from './semaphore.js';
 import { probeSandbox } from './sandbox-probe.js';
@@ -312,7 +313,8 @@ export class Missions {
   }
 
   private async storeMission(generationJobId: string, challenge: GeneratedChallenge, found: Awaited<ReturnType<typeof sabotage>>): Promise<string> {
-    const proof: MissionProof = { summary: found.verdict!.summary, tests: found.verdict!.tests, attempts: found.attempts };
+    const verdict = found.verdict!;
+    const proof: MissionProof = { summary: proofSummary(verdict.summary, verdict.checks, found.attempts), tests: verdict.tests, attempts: found.attempts, checks: verdict.checks };
     const status: QaStatus = this.config.autoApprove ? 'approved' : 'pending';
     const maxServes = this.domainMap.isTechnical(challenge.domain) ? this.config.retireAfterServesTechnical : this.config.retireAfterServes;
     const inserted = await this.pool.query<{ id: string }>(sql('InsertMission'), [

@@ -37,6 +37,10 @@ test('a generation job stores a proven mission as pending; approved, served and 
   assert.equal(mission.saboteur, 'mutation');
   assert.notDeepEqual(mission.sabotaged, mission.gold);
   assert.ok(mission.proof.tests.length >= 1 && mission.proof.tests.every((t) => t.ok), mission.proof.summary);
+  // The integrity checks ran, and the QA page's summary line says which.
+  assert.equal(mission.proof.checks?.repetitions, 3);
+  assert.ok(mission.proof.checks!.isolationRuns > 0 && mission.proof.checks!.rewrite !== null, JSON.stringify(mission.proof.checks));
+  assert.match(mission.proof.summary, /^accepted: .* · checked: each side 3× with its own seed, gold \d+× more alone and in reverse order, an equivalent rewrite of gold/);
   assert.equal(mission.maxServes, 50, 'marketing is not a technical domain');
 
   assert.equal(await h.missions.serve({ userId: 'cand-1', role: 'marketing-analyst' }), null, 'not served before QA');
