@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { QueueFullError, type Job, type Sluice, type Worker } from 'sluice';
-import { runSuite, sabotage, type EngineOptions, type Saboteur, type SourceFiles } from '@sluice/proof';
+import { runSuite, sabotage, Semaphore, type EngineOptions, type Saboteur, type SourceFiles } from '@sluice/proof';
 import { GENERATION_QUEUE, GRADING_DEAD_QUEUE, GRADING_QUEUE, PROVING_QUEUE, REFILL_QUEUE, REFILL_SCHEDULE, resolveConfig, type MissionsConfig, type MissionsConfigInput, type QueueLimits } from './config.js';
 import { migrate, sql } from './db.js';
 import { DomainMap } from './domain-map.js';
@@ -19,7 +19,6 @@ import { OfflineGenerator, type GeneratedChallenge, type Generator } from './gen
 import { gradeSuite } from './grading.js';
 import { proofSummary } from './proof-summary.js';
 import { instanceFromRow, missionFromRow, submissionFromRow } from './rows.js';
-import { Semaphore } from './semaphore.js';
 import { probeSandbox } from './sandbox-probe.js';
 import type { DeadGradingJob, GenerationJob, GradingJob, Instance, Mission, MissionProof, PoolDomainStats, ProofJob, QaStatus, RequestOutcome, RequestProgress, SandboxStatus, Submission } from './types.js';
 import { serveFromPool } from './warm-pool.js';

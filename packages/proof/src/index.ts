@@ -16,5 +16,6 @@ export { loadChallenge, saveSabotage, SABOTAGED_DIR, SABOTAGE_FILE, type LoadedC
 export * from './errors.js';
 export type * from './types.js';
 export { LANGUAGES } from './types.js';
+export { Semaphore } from './semaphore.js';
 export type { EngineOptions, DatabaseOptions, Logger } from './options.js';
 export { describeBounds, sweepStaleRunGroups, type RunBounds } from './sandbox/resolve.js';

@@ -12,6 +12,8 @@ import { prove, runSuite, type Verdict } from '../src/index.js';
 import { engine } from './helpers.js';
 
 const options = engine('sluice_proof_runner_integrity');
+// Many runs per proof on a busy 2-core host: a generous limit, so a slow start is never a timeout.
+const timeoutMs = 120_000;
 const codes = (v: Verdict) => [...new Set(v.reasons.map((r) => `${r.run}:${r.code}`))].sort();
 
 
@@ -22,7 +24,7 @@ const pySabotaged = { 'sol.py': 'def add(a, b):\n    total = a + b + 1\n    retu
 const pyBehaviour = 'from sol import add, double\n\ndef test_add():\n    assert add(1, 2) == 3\n\ndef test_double():\n    assert double(2) == 4\n\ndef test_keyword():\n    assert add(a=2, b=3) == 5\n';
 
 test('python: a suite that judges behaviour is accepted, after every check', async () => {
-  const verdict = await prove({ language: 'python', gold: pyGold, sabotaged: pySabotaged, tests: { 'test_sol.py': pyBehaviour } }, options);
+  const verdict = await prove({ language: 'python', gold: pyGold, sabotaged: pySabotaged, tests: { 'test_sol.py': pyBehaviour }, timeoutMs }, options);
   assert.equal(verdict.accepted, true, verdict.summary);
   assert.deepEqual(verdict.checks, { repetitions: 3, isolationRuns: 4, rewrite: 'local names and parameters renamed, top-level functions reordered, indentation doubled' });
 });
@@ -30,14 +32,14 @@ test('python: a suite that judges behaviour is accepted, after every check', asy
 test('python: a test pinned to the source text is judges_text', async () => {
   const hash = createHash('sha256').update(pyGold['sol.py']).digest('hex');
   const tests = { 'test_sol.py': `import hashlib\n${pyBehaviour}\ndef test_pinned():\n    assert add(0, 0) == 0\n    assert hashlib.sha256(open("sol.py", "rb").read()).hexdigest() == "${hash}"\n` };
-  const verdict = await prove({ language: 'python', gold: pyGold, sabotaged: pySabotaged, tests }, options);
+  const verdict = await prove({ language: 'python', gold: pyGold, sabotaged: pySabotaged, tests, timeoutMs }, options);
   assert.deepEqual(codes(verdict), ['gold:judges_text'], verdict.summary);
   assert.equal(verdict.reasons[0]!.testId, 'test_sol.py::test_pinned');
 });
 
 test('python: a test that needs another to have run first is order_dependent', async () => {
   const tests = { 'test_sol.py': 'from sol import add\n\nseen = []\n\ndef test_first():\n    seen.append(add(1, 2))\n    assert seen == [3]\n\ndef test_second():\n    assert len(seen) == 1 and add(2, 2) == 4\n' };
-  const verdict = await prove({ language: 'python', gold: pyGold, sabotaged: pySabotaged, tests }, options);
+  const verdict = await prove({ language: 'python', gold: pyGold, sabotaged: pySabotaged, tests, timeoutMs }, options);
   assert.deepEqual(codes(verdict), ['gold:order_dependent'], verdict.summary);
   const messages = verdict.reasons.map((r) => r.message).join('\n');
   assert.match(messages, /"test_sol.py::test_second" fails run alone/);
@@ -47,7 +49,7 @@ test('python: a test that needs another to have run first is order_dependent', a
 test('python: a test that depends on the order of a set is flaky', async () => {
   // PYTHONHASHSEED 0 puts "banana" first; 1 and 2 do not (checked once, fixed by the seeds).
   const tests = { 'test_sol.py': 'from sol import add\n\ndef test_lucky():\n    assert add(1, 2) == 3\n    assert next(iter({"apple", "banana", "cherry"})) == "banana"\n' };
-  const verdict = await prove({ language: 'python', gold: pyGold, sabotaged: pySabotaged, tests }, options);
+  const verdict = await prove({ language: 'python', gold: pyGold, sabotaged: pySabotaged, tests, timeoutMs }, options);
   assert.deepEqual(codes(verdict), ['gold:flaky'], verdict.summary);
   assert.equal(verdict.reasons.length, 2, 'seeds 1 and 2 both fail it');
 });
@@ -68,7 +70,7 @@ const jsSabotaged = { 'sum.js': 'function sum(a, b) {\n  return a + b + 1;\n}\nf
 
 test('javascript: a suite that judges behaviour is accepted, after every check', async () => {
   const tests = { 'sum.test.js': "const { sum, twice } = require('./sum');\ntest('adds', () => expect(sum(1, 2)).toBe(3));\ndescribe('twice', () => {\n  test('doubles', () => expect(twice(2)).toBe(4));\n});\n" };
-  const verdict = await prove({ language: 'javascript', gold: jsGold, sabotaged: jsSabotaged, tests }, options);
+  const verdict = await prove({ language: 'javascript', gold: jsGold, sabotaged: jsSabotaged, tests, timeoutMs }, options);
   assert.equal(verdict.accepted, true, verdict.summary);
   assert.equal(verdict.checks?.isolationRuns, 3);
 });
@@ -77,7 +79,7 @@ test('javascript: a test that reads the solution source is judges_text', async (
   const tests = {
     'sum.test.js': "const { readFileSync } = require('node:fs');\nconst { sum } = require('./sum');\ntest('adds', () => expect(sum(1, 2)).toBe(3));\ntest('is written as a + b', () => {\n  expect(sum(0, 1)).toBe(1);\n  expect(readFileSync(require.resolve('./sum'), 'utf8').includes('return a + b;')).toBe(true);\n});\n",
   };
-  const verdict = await prove({ language: 'javascript', gold: jsGold, sabotaged: jsSabotaged, tests }, options);
+  const verdict = await prove({ language: 'javascript', gold: jsGold, sabotaged: jsSabotaged, tests, timeoutMs }, options);
   assert.deepEqual(codes(verdict), ['gold:judges_text'], verdict.summary);
   assert.equal(verdict.reasons[0]!.testId, 'sum.test.js::is written as a + b');
 });
@@ -88,7 +90,7 @@ test('typescript: a test that passes only after another is order_dependent', asy
   };
   const gold = { 'sum.ts': 'export function sum(a: number, b: number): number {\n  return a + b;\n}\n' };
   const sabotaged = { 'sum.ts': 'export function sum(a: number, b: number): number {\n  return a + b + 1;\n}\n' };
-  const verdict = await prove({ language: 'typescript', gold, sabotaged, tests }, options);
+  const verdict = await prove({ language: 'typescript', gold, sabotaged, tests, timeoutMs }, options);
   assert.deepEqual(codes(verdict), ['gold:order_dependent'], verdict.summary);
   const messages = verdict.reasons.map((r) => r.message).join('\n');
   assert.match(messages, /"sum.test.ts::sum > second \(needs first\)" fails run alone/);
@@ -98,7 +100,7 @@ test('typescript: a test that passes only after another is order_dependent', asy
 test('javascript: a test whose outcome depends on the run is flaky', async () => {
   // jest.getSeed() is the run's seed: 0 passes, 1 fails.
   const tests = { 'sum.test.js': "const { sum } = require('./sum');\ntest('adds, mostly', () => expect(sum(1, 2) + (jest.getSeed() % 2)).toBe(3));\n" };
-  const verdict = await prove({ language: 'javascript', gold: jsGold, sabotaged: jsSabotaged, tests }, options);
+  const verdict = await prove({ language: 'javascript', gold: jsGold, sabotaged: jsSabotaged, tests, timeoutMs }, options);
   assert.deepEqual(codes(verdict), ['gold:flaky'], verdict.summary);
 });
 
@@ -112,7 +114,7 @@ test('sql: a suite that judges behaviour is accepted, after every check', async 
     'test_a.sql': "SELECT plan(1);\nSELECT is(add(1, 2), 3, 'adds');\nSELECT * FROM finish();\n",
     'test_b.sql': "SELECT plan(1);\nSELECT is(add(0, 0), 0, 'zeros');\nSELECT * FROM finish();\n",
   };
-  const verdict = await prove({ language: 'sql', gold: sqlGold, sabotaged: sqlSabotaged, tests }, options);
+  const verdict = await prove({ language: 'sql', gold: sqlGold, sabotaged: sqlSabotaged, tests, timeoutMs }, options);
   assert.equal(verdict.accepted, true, verdict.summary);
   assert.equal(verdict.checks?.isolationRuns, 3);
 });
@@ -121,7 +123,7 @@ test('sql: a test of the function body text is judges_text', async () => {
   const tests = {
     'test_add.sql': "SELECT plan(2);\nSELECT is(add(1, 2), 3, 'adds');\nSELECT is((SELECT prosrc FROM pg_proc WHERE proname = 'add'), ' SELECT a + b ', 'written as a + b');\nSELECT * FROM finish();\n",
   };
-  const verdict = await prove({ language: 'sql', gold: sqlGold, sabotaged: sqlSabotaged, tests }, options);
+  const verdict = await prove({ language: 'sql', gold: sqlGold, sabotaged: sqlSabotaged, tests, timeoutMs }, options);
   assert.deepEqual(codes(verdict), ['gold:judges_text'], verdict.summary);
   assert.equal(verdict.reasons[0]!.testId, 'test_add.sql::written as a + b');
 });
@@ -131,7 +133,7 @@ test('sql: a test file that needs another file to have run is order_dependent', 
     'test_a.sql': "SELECT plan(1);\nCREATE TABLE seen (x int);\nINSERT INTO seen VALUES (add(1, 2));\nSELECT is(add(1, 2), 3, 'adds');\nSELECT * FROM finish();\n",
     'test_b.sql': "SELECT plan(1);\nSELECT is((SELECT count(*)::int FROM seen) + add(0, 0), 1, 'after a');\nSELECT * FROM finish();\n",
   };
-  const verdict = await prove({ language: 'sql', gold: sqlGold, sabotaged: sqlSabotaged, tests }, options);
+  const verdict = await prove({ language: 'sql', gold: sqlGold, sabotaged: sqlSabotaged, tests, timeoutMs }, options);
   assert.deepEqual(codes(verdict), ['gold:order_dependent'], verdict.summary);
   assert.match(verdict.reasons.map((r) => r.message).join('\n'), /with its file run alone/);
 });
@@ -144,6 +146,6 @@ test('sql: a test that depends on random() is flaky', async () => {
   assert.ok(low.slice(1).includes(!low[0]), `seeds 0, 1, 2 drew ${low.join(', ')}: pick another comparison`);
   const tests = { 'test_add.sql': `SELECT plan(1);\nSELECT is(add(1, 2) + ((random() < 0.5) = ${low[0]})::int, 4, 'adds, mostly');\nSELECT * FROM finish();\n` };
   const sabotaged = { 'solution.sql': 'CREATE FUNCTION add(a int, b int) RETURNS int LANGUAGE sql AS $$ SELECT a + b + 5 $$;\n' };
-  const verdict = await prove({ language: 'sql', gold: sqlGold, sabotaged, tests }, options);
+  const verdict = await prove({ language: 'sql', gold: sqlGold, sabotaged, tests, timeoutMs }, options);
   assert.deepEqual(codes(verdict), ['gold:flaky'], verdict.summary);
 });

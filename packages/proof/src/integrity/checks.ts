@@ -2,7 +2,8 @@
  * The proof's integrity checks: a suite must judge behaviour, not text, order or luck.
  *
  * - Repetition (`flaky`): each side runs `proofRepetitions` times, each with its own seed;
- *   gold passes every test every time, the sabotaged code fails every test every time.
+ *   every run must have the first run's outcome, test by test (which the judge then
+ *   holds to the rules: gold passes every test, the sabotaged code fails every one).
  * - Isolation (`order_dependent`): on gold, each test passes run alone (a pgTAP file
  *   alone) and with the tests in reverse order.
  * - Equivalent gold (`judges_text`): every test passes on a semantics-preserving rewrite
@@ -14,7 +15,7 @@ import { firstLine, runReasons } from '../judge.js';
 import { DEFAULT_PROOF_REPETITIONS, type EngineOptions } from '../options.js';
 import { runSuite } from '../run-suite.js';
 import { runSlots } from '../run-slots.js';
-import type { ProofChecks, RunSuiteInput, SuiteResult, VerdictReason } from '../types.js';
+import type { ProofChecks, RunSuiteInput, SuiteResult, TestResult, VerdictReason } from '../types.js';
 import { equivalentGold, REWRITE_DESCRIPTION } from './equivalent-gold.js';
 
 export function proofRepetitions(options: EngineOptions): number {
@@ -31,27 +32,37 @@ export function repeatRun(input: RunSuiteInput, options: EngineOptions): Promise
   return Promise.all(Array.from({ length: proofRepetitions(options) }, (_, seed) => slotRun({ ...input, seed }, options)));
 }
 
-/** `flaky` reasons: a later repetition that does not agree with what the rules want of the side. */
+/**
+ * `flaky` reasons: a repetition whose outcome differs from the first run's, per test
+ * (status and failure kind) and per run (a run that did not complete). A side that is
+ * wrong the same way every time is the judge's business, not this.
+ */
 export function flakyReasons(run: 'gold' | 'sabotaged', results: SuiteResult[]): VerdictReason[] {
   const [first, ...rest] = results;
-  if (!first || runReasons(run, first).length > 0) return [];
-  const want = run === 'gold' ? 'passed' : 'failed';
+  if (!first) return [];
+  const firstBroken = runReasons(run, first).map((r) => r.code).join();
   const reasons: VerdictReason[] = [];
   rest.forEach((result, i) => {
     const seed = i + 1;
-    const broken = runReasons(run, result)[0];
-    if (broken) {
-      reasons.push({ run, code: 'flaky', message: `${run}: the run with seed ${seed} of ${results.length} did not complete cleanly: ${broken.message}` });
+    const broken = runReasons(run, result);
+    if (broken.map((r) => r.code).join() !== firstBroken) {
+      const what = broken[0] ? `did not complete cleanly: ${broken[0].message}` : 'completed cleanly, the first did not';
+      reasons.push({ run, code: 'flaky', message: `${run}: the run with seed ${seed} of ${results.length} ${what}` });
       return;
     }
-    for (const id of Object.keys(first.tests)) {
-      const test = result.tests[id];
-      if (test?.status === want && (want === 'passed' || test.failureKind === undefined)) continue;
-      const saw = test ? `${test.status}${test.failureKind ? ` (${test.failureKind})` : ''}` : 'missing';
-      reasons.push({ run, code: 'flaky', testId: id, message: `${run}: "${id}" ${want} in the first run but was ${saw} in the run with seed ${seed} of ${results.length}${test?.message ? `: ${firstLine(test.message)}` : ''}` });
+    for (const id of new Set([...Object.keys(first.tests), ...Object.keys(result.tests)])) {
+      const before = outcome(first.tests[id]);
+      const after = outcome(result.tests[id]);
+      if (before === after) continue;
+      const message = result.tests[id]?.message ? `: ${firstLine(result.tests[id]!.message)}` : '';
+      reasons.push({ run, code: 'flaky', testId: id, message: `${run}: "${id}" ${before} in the first run but ${after} in the run with seed ${seed} of ${results.length}${message}` });
     }
   });
   return reasons;
+}
+
+function outcome(test: TestResult | undefined): string {
+  return test ? `${test.status}${test.failureKind ? ` (${test.failureKind})` : ''}` : 'missing';
 }
 
 /**
