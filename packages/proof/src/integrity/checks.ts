@@ -47,7 +47,9 @@ export function flakyReasons(run: 'gold' | 'sabotaged', results: SuiteResult[]):
     const broken = runReasons(run, result);
     if (broken.map((r) => r.code).join() !== firstBroken) {
       const what = broken[0] ? `did not complete cleanly: ${broken[0].message}` : 'completed cleanly, the first did not';
-      reasons.push({ run, code: 'flaky', message: `${run}: the run with seed ${seed} of ${results.length} ${what}` });
+      // A run killed by its time limit is reported as what it is, as in the first run.
+      const code = broken[0]?.code === 'timed_out' ? 'timed_out' : 'flaky';
+      reasons.push({ run, code, message: `${run}: the run with seed ${seed} of ${results.length} ${what}` });
       return;
     }
     for (const id of new Set([...Object.keys(first.tests), ...Object.keys(result.tests)])) {
@@ -90,9 +92,11 @@ export async function goldIntegrity(input: RunSuiteInput, gold: SuiteResult, opt
 }
 
 function mustPass(result: SuiteResult, ids: string[], code: 'order_dependent' | 'judges_text', context: string): VerdictReason[] {
-  const broken = runReasons('gold', result).find((r) => r.code !== 'no_tests' || ids.length > 0);
-  if (broken && !result.ran) return [{ run: 'gold', code, message: `gold: the suite did not complete ${context}: ${broken.message}` }];
-  if (result.setupError) return [{ run: 'gold', code, message: `gold: the suite did not load ${context}: ${firstLine(result.setupError)}` }];
+  if (!result.ran || result.setupError) {
+    // A run killed by its time limit says nothing about order or text: it is reported as what it is.
+    const why = runReasons('gold', result)[0];
+    return [{ run: 'gold', code: why?.code === 'timed_out' ? 'timed_out' : code, message: `gold: the suite did not complete ${context}: ${why?.message ?? 'no readable report'}` }];
+  }
   const reasons: VerdictReason[] = [];
   for (const id of ids) {
     const test = result.tests[id];

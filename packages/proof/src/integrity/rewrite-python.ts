@@ -13,6 +13,20 @@ const DYNAMIC_SCOPE = /\b(global|nonlocal|locals|vars|eval|exec)\b/;
 const BINDING_PARENTS = new Set(['assignment', 'augmented_assignment', 'for_statement', 'for_in_clause', 'named_expression', 'as_pattern_target']);
 const PATTERNS = new Set(['pattern_list', 'tuple_pattern', 'list_pattern', 'tuple', 'list', 'list_splat_pattern', 'parenthesized_expression']);
 
+/**
+ * The names the tests' code uses (not the text of their strings): a parameter among them
+ * may be passed by keyword, so it keeps its name.
+ */
+export async function namesInCode(tests: string[]): Promise<Set<string>> {
+  const names = new Set<string>();
+  for (const text of tests) {
+    const found = await parse(text, (root) => root.descendantsOfType('identifier').map((n) => n!.text));
+    // A test file that does not parse protects every word in it.
+    for (const name of found ?? text.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []) names.add(name);
+  }
+  return names;
+}
+
 /** `protectedNames`: parameters never renamed (a test or the solution may pass them by keyword). */
 export async function rewritePython(text: string, protectedNames: ReadonlySet<string>): Promise<string | null> {
   const renamed = await renameLocals(text, protectedNames);
