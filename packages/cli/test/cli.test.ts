@@ -85,7 +85,7 @@ test('a suite pinned to the source text: NOT ACCEPTED with [judges_text]; the ch
     const pinned = "def test_written_as_a_plus_b():\n    assert add(2, 2) == 4\n    assert 'return a + b' in open('sol.py').read()\n";
     writeFileSync(join(other, 'test_sol.py'), `${readFileSync(join(dir, 'test_sol.py'), 'utf8')}${pinned}`);
     mkdirSync(join(other, 'sabotaged'));
-    writeFileSync(join(other, 'sabotaged', 'sol.py'), 'def add(a, b):\n    return a * b + 1\n');
+    writeFileSync(join(other, 'sabotaged', 'sol.py'), 'def add(a, b):\n    return a + b + 1\n');
     const result = await cli(['prove', other]);
     assert.equal(result.code, 1, result.out + result.err);
     assert.match(result.out, /^NOT ACCEPTED: gold: "test_sol\.py::test_written_as_a_plus_b" fails on an equivalent rewrite of gold/);
