@@ -29,7 +29,7 @@ export async function runJest(input: RunSuiteInput, runDir: string, sandbox: San
   await writeSourceFiles(workspace, input.tests);
   await writeFile(join(workspace, 'package.json'), JSON.stringify(packageJson(input), null, 2));
   if (input.reverseOrder) {
-    await mkdir(join(workspace, SUPPORT_DIR));
+    await mkdir(join(workspace, SUPPORT_DIR), { recursive: true });
     await writeFile(join(workspace, SUPPORT_DIR, REVERSE_ENVIRONMENT_FILE), REVERSE_ENVIRONMENT_SOURCE);
   }
   await symlink(toolchain.nodeModules, join(workspace, 'node_modules'));
