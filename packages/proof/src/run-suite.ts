@@ -22,7 +22,11 @@ export function checkRunSuiteInput(input: RunSuiteInput): void {
   if (input.timeoutMs !== undefined && (!Number.isInteger(input.timeoutMs) || input.timeoutMs < 100 || input.timeoutMs > MAX_TIMEOUT_MS)) {
     throw new InvalidInputError(`timeoutMs must be an integer from 100 to ${MAX_TIMEOUT_MS}`, 'timeoutMs');
   }
-  if (input.only !== undefined && (typeof input.only !== 'string' || input.only === '')) throw new InvalidInputError('only must be a test id', 'only');
+  // A test id starts with its file's path (never with `-`: it is passed to the runner's command line).
+  const only = input.only;
+  if (only !== undefined && (typeof only !== 'string' || !Object.keys(input.tests).some((path) => only === path || only.startsWith(`${path}::`)))) {
+    throw new InvalidInputError('only must be a test id of one of the test files (`<file>::<name>`, or a test file in SQL)', 'only');
+  }
   if (input.reverseOrder !== undefined && typeof input.reverseOrder !== 'boolean') throw new InvalidInputError('reverseOrder must be a boolean', 'reverseOrder');
   if (input.seed !== undefined && (!Number.isInteger(input.seed) || input.seed < 0 || input.seed > MAX_SEED)) {
     throw new InvalidInputError(`seed must be an integer from 0 to ${MAX_SEED}`, 'seed');
