@@ -25,7 +25,7 @@ test('language, timeoutMs and dependencies are checked', async () => {
   await assert.rejects(runSuite({ ...base, dependencies: { '../evil': '' } }), invalid('dependencies'));
 });
 
-test('the proof options and a run's variations are checked', async () => {
+test('the proof options and the variations of a run are checked', async () => {
   const proofInput = { language: 'python' as const, gold: { 'sol.py': '' }, sabotaged: { 'sol.py': 'x = 1\n' }, tests: {} };
   await assert.rejects(prove(proofInput, { proofRepetitions: 0 }), invalid('proofRepetitions'));
   await assert.rejects(prove(proofInput, { proofRepetitions: 21 }), invalid('proofRepetitions'));
