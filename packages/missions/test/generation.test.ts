@@ -28,7 +28,12 @@ test('a generation job stores a proven mission as pending; approved, served and 
   const missionId = progress.state === 'proven' ? progress.missionId : '';
   // Generation handed the challenge to a proof job on the host-capped queue.
   const generation = await h.sluice.get(jobId);
-  const proofJob = await h.sluice.get((generation!.result as { proofJobId: string }).proofJobId);
+  const proofJobId = (generation!.result as { proofJobId: string }).proofJobId;
+  // The mission row is stored just before its proof job's completion commits: wait for that.
+  const proofJob = await waitFor(async () => {
+    const job = await h.sluice.get(proofJobId);
+    return job?.state === 'completed' ? job : null;
+  }, { message: 'the proof job completed' });
   assert.equal(proofJob?.queue, PROVING_QUEUE);
   assert.deepEqual(proofJob?.result, { missionId });
   const mission = await h.missions.getMission(missionId);
