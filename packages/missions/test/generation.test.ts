@@ -7,6 +7,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Fastify from 'fastify';
+import { waitFor } from '@sluice/testkit';
 import { installErrorHandlers } from '@sluice/server';
 import { CATALOG, OfflineGenerator, PROVING_QUEUE, missionsRoutes, type CatalogEntry, type Generator, type Submission } from '../src/index.js';
 import { engine, harness, settled, type Harness } from './helpers.js';
@@ -28,9 +29,13 @@ test('a generation job stores a proven mission as pending; approved, served and 
   assert.equal(progress.state, 'proven', JSON.stringify(progress));
   const missionId = progress.state === 'proven' ? progress.missionId : '';
   // The request was a flow: a proof job on the host-capped queue waited for the generation,
-  // and proved the challenge it returned.
+  // and proved the challenge it returned. The mission row is stored just before its proof
+  // job's completion commits: wait for that.
   const [child] = await h.sluice.children(jobId);
-  const proofJob = await h.sluice.get(child!.id);
+  const proofJob = await waitFor(async () => {
+    const job = await h.sluice.get(child!.id);
+    return job?.state === 'completed' ? job : null;
+  }, { message: 'the proof job completed' });
   assert.equal(proofJob?.queue, PROVING_QUEUE);
   assert.deepEqual((await h.sluice.parents(proofJob!.id)).map((p) => p.id), [jobId]);
   assert.ok(proofJob!.startedAt! > (await h.sluice.get(jobId))!.finishedAt!, 'the proof started after the generation ended');
@@ -41,6 +46,10 @@ test('a generation job stores a proven mission as pending; approved, served and 
   assert.equal(mission.saboteur, 'mutation');
   assert.notDeepEqual(mission.sabotaged, mission.gold);
   assert.ok(mission.proof.tests.length >= 1 && mission.proof.tests.every((t) => t.ok), mission.proof.summary);
+  // The integrity checks ran, and the QA page's summary line says which.
+  assert.equal(mission.proof.checks?.repetitions, 3);
+  assert.ok(mission.proof.checks!.isolationRuns > 0 && mission.proof.checks!.rewrite !== null, JSON.stringify(mission.proof.checks));
+  assert.match(mission.proof.summary, /^accepted: .* · checked: each side 3× with its own seed, gold \d+× more alone and in reverse order, an equivalent rewrite of gold/);
   assert.equal(mission.maxServes, 50, 'marketing is not a technical domain');
 
   assert.equal(await h.missions.serve({ userId: 'cand-1', role: 'marketing-analyst' }), null, 'not served before QA');
