@@ -15,6 +15,8 @@ import { jobRoutes } from './routes/jobs.js';
 import { queueRoutes } from './routes/queues.js';
 import { systemRoutes } from './routes/system.js';
 import { workerRoutes } from './routes/workers.js';
+import { NO_HOOKS, type HooksConfig } from './hooks/config.js';
+import { hookRoutes } from './hooks/intake.js';
 import { TokenChecker, type Tokens } from './tokens.js';
 
 export interface AppOptions {
@@ -26,6 +28,8 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
   /** Applications' routes, mounted after the server's own with the same token checks. */
   plugins?: AppPlugin[];
+  /** Webhook sources `POST /api/hooks/:source` takes in (needs the `sluice_server` schema: `migrateServerSchema`). */
+  hooks?: HooksConfig;
 }
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -38,7 +42,7 @@ const SECURITY_HEADERS: Record<string, string> = {
   'cross-origin-opener-policy': 'same-origin',
 };
 
-export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, logger = false, plugins = [] }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, logger = false, plugins = [], hooks = NO_HOOKS }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger,
     bodyLimit: maxBodyBytes,
@@ -85,6 +89,7 @@ export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, log
   queueRoutes(app, context);
   adminRoutes(app, context);
   systemRoutes(app, context);
+  await hookRoutes(app, sluice, hooks);
   dashboardRoutes(app);
   for (const plugin of plugins) await plugin(app, context);
   return app;

@@ -8,3 +8,7 @@ export type { RouteContext, AppPlugin, ServerExtension, ExtensionStartContext } 
 export { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
 export { installErrorHandlers, validationMessage } from './http-errors.js';
 export { STORABLE_TEXT } from './schemas.js';
+export { migrateServerSchema } from './db.js';
+export { parseHooksConfig, loadHooksFile, HooksConfigError, type HooksConfig, type HookSource, type SignatureScheme } from './hooks/config.js';
+export { signBody } from './hooks/signature.js';
+export type { HookDelivery } from './hooks/intake.js';

@@ -8,6 +8,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Sluice } from 'sluice';
 import { buildApp } from './app.js';
+import { migrateServerSchema } from './db.js';
 import { ConfigError, loadConfig, usage, type ServerConfig } from './config.js';
 import type { ServerExtension } from './context.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
@@ -56,9 +57,15 @@ export async function startServer(
     });
     const migrated = await sluice.migrate();
     if (migrated.applied.length) print(`applied migrations: ${migrated.applied.join(', ')}`);
+    await migrateServerSchema(sluice.pool);
     if (config.createDemoQueue && (await sluice.queues.list()).length === 0) {
       await sluice.queues.put(DEMO_QUEUE.name, DEMO_QUEUE.policy);
       print(`created queue "${DEMO_QUEUE.name}" (concurrency 5, maxPerKey 3, maxPending 100): the database had no queues`);
+    }
+    for (const source of config.hooks.sources) {
+      if (await sluice.queues.get(source.queue)) continue;
+      await sluice.queues.put(source.queue, {});
+      print(`created queue "${source.queue}" (no limits) for webhook source "${source.name}": it did not exist`);
     }
     sluice.startMaintenance({ intervalMs: config.maintenanceIntervalMs });
     for (const extension of extensions) {
@@ -76,6 +83,7 @@ export async function startServer(
       maxBodyBytes: config.maxBodyBytes,
       logger: { level: config.logLevel, redact: ['req.headers.authorization'] },
       plugins: extensions.flatMap((e) => (e.register ? [e.register] : [])),
+      hooks: config.hooks,
     });
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address() as { port: number };
