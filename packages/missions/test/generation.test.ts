@@ -6,8 +6,9 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { waitFor } from '@sluice/testkit';
-import { CATALOG, GENERATION_QUEUE, OfflineGenerator, PROVING_QUEUE, type CatalogEntry, type Generator } from '../src/index.js';
+import Fastify from 'fastify';
+import { installErrorHandlers } from '@sluice/server';
+import { CATALOG, OfflineGenerator, PROVING_QUEUE, missionsRoutes, type CatalogEntry, type Generator, type Submission } from '../src/index.js';
 import { engine, harness, settled, type Harness } from './helpers.js';
 
 const ltv = CATALOG.find((e) => e.id === 'py-customer-ltv')!;
@@ -22,14 +23,17 @@ before(async () => {
 after(() => h.close());
 
 test('a generation job stores a proven mission as pending; approved, served and graded', async () => {
-  const jobId = await h.missions.enqueueGeneration({ domain: 'marketing', userId: 'cand-1', seed: 7 });
+  const { id: jobId } = await h.missions.enqueueGeneration({ domain: 'marketing', userId: 'cand-1', seed: 7 });
   const progress = await settled(h.missions, jobId);
   assert.equal(progress.state, 'proven', JSON.stringify(progress));
   const missionId = progress.state === 'proven' ? progress.missionId : '';
-  // Generation handed the challenge to a proof job on the host-capped queue.
-  const generation = await h.sluice.get(jobId);
-  const proofJob = await h.sluice.get((generation!.result as { proofJobId: string }).proofJobId);
+  // The request was a flow: a proof job on the host-capped queue waited for the generation,
+  // and proved the challenge it returned.
+  const [child] = await h.sluice.children(jobId);
+  const proofJob = await h.sluice.get(child!.id);
   assert.equal(proofJob?.queue, PROVING_QUEUE);
+  assert.deepEqual((await h.sluice.parents(proofJob!.id)).map((p) => p.id), [jobId]);
+  assert.ok(proofJob!.startedAt! > (await h.sluice.get(jobId))!.finishedAt!, 'the proof started after the generation ended');
   assert.deepEqual(proofJob?.result, { missionId });
   const mission = await h.missions.getMission(missionId);
   assert.equal(mission.qaStatus, 'pending');
@@ -49,12 +53,21 @@ test('a generation job stores a proven mission as pending; approved, served and 
   const fixed = await h.missions.submit(instance.id, mission.gold);
   const unfixed = await h.missions.submit(instance.id, instance.files);
   assert.equal(fixed.status, 'queued');
-  const graded = (id: string) => waitFor(async () => {
-    const s = await h.missions.getSubmission(id);
-    return s.status === 'queued' ? null : s;
-  }, { timeoutMs: 60_000, message: `submission ${id} graded` });
-  const pass = await graded(fixed.id);
-  const fail = await graded(unfixed.id);
+  // The candidate's side reads the grade from the event stream: the submission queued, then
+  // graded, in one response that ends once the grading job has.
+  const app = Fastify();
+  installErrorHandlers(app);
+  await app.register(missionsRoutes, { missions: h.missions, apiAuth: async () => undefined, adminAuth: async () => undefined });
+  const stream = await app.inject({ method: 'GET', url: `/api/submissions/${fixed.id}/events` });
+  await app.close();
+  assert.equal(stream.headers['content-type'], 'text/event-stream');
+  const events = stream.body.split('\n\n').filter((e) => e.startsWith('event: ')).map((e) => ({
+    event: e.slice('event: '.length, e.indexOf('\n')),
+    data: JSON.parse(e.slice(e.indexOf('data: ') + 'data: '.length)),
+  }));
+  assert.deepEqual(events.map((e) => [e.event, e.data.status]).at(-1), ['submission', 'passed'], stream.body.slice(0, 500));
+  const pass = events.at(-1)!.data as Submission;
+  const fail = await h.missions.awaitGrade(unfixed.id, { timeoutMs: 60_000 });
   assert.equal(pass.status, 'passed', pass.result?.summary);
   assert.equal(pass.result?.testsRun, pass.result?.testsPassed);
   assert.ok((pass.result?.testsRun ?? 0) >= 1);
@@ -82,7 +95,7 @@ test('a challenge whose bug cannot be proven fails its job and stores nothing', 
   });
   try {
     broken.missions.startWorkers({ grading: false });
-    const { id } = await broken.sluice.send(GENERATION_QUEUE, { domain: 'marketing', seed: 1 });
+    const { id } = await broken.missions.enqueueGeneration({ domain: 'marketing', seed: 1 });
     const progress = await settled(broken.missions, id);
     assert.equal(progress.state, 'failed');
     assert.ok(progress.state === 'failed' && progress.proofJobId, 'the proof job, not the generation, failed');
@@ -91,5 +104,32 @@ test('a challenge whose bug cannot be proven fails its job and stores nothing', 
     assert.deepEqual(await broken.missions.listMissions(), []);
   } finally {
     await broken.close();
+  }
+});
+
+test('a generation that ends dead cancels the proof job waiting for it; the request reads failed', async () => {
+  const failing: Generator = {
+    kind: 'failing',
+    async generate() {
+      throw new Error('the model is down');
+    },
+  };
+  const down = await harness({
+    generator: failing,
+    engine: engine('sluice_missions_t_generation'),
+    config: { generation: { maxAttempts: 1 } },
+  });
+  try {
+    down.missions.startWorkers({ grading: false });
+    const { id } = await down.missions.enqueueGeneration({ domain: 'marketing', seed: 1 });
+    const progress = await settled(down.missions, id);
+    assert.equal(progress.state, 'failed');
+    assert.match(progress.state === 'failed' ? progress.error : '', /the model is down/);
+    const [proof] = await down.sluice.children(id);
+    const job = await down.sluice.get(proof!.id);
+    assert.equal(job?.state, 'cancelled');
+    assert.equal(job?.errors.at(-1)?.name, 'ParentFailed');
+  } finally {
+    await down.close();
   }
 });
