@@ -466,7 +466,9 @@ async function aimUnstorable(name: string, target: FastifyInstance, arb: fc.Arbi
 }
 
 test(`${CASES} fuzzed requests over every route: only 4xx (or a documented answer), a JSON error, nothing written on refusal`, { timeout: 600_000 }, async () => {
-  const routes = registeredRoutes(app);
+  // Event streams stay open by design, so a fuzzed request that is valid would never end:
+  // their refusals are tested in events.test.ts.
+  const routes = registeredRoutes(app).filter((r) => !r.url.endsWith('/events'));
   assert.ok(routes.length >= 30, `found ${routes.length} routes`);
   const { statuses } = await fuzz('http fuzz', app, routes, CASES, () => checksum());
   assert.ok([...statuses.keys()].some((s) => s < 300), 'some fuzzed requests were valid by chance');

@@ -18,11 +18,11 @@ export interface TestServer {
 }
 
 /** Starts the app on 127.0.0.1 (free port) and registers its teardown with `after`. */
-export async function startTestServer({ maxBodyBytes, hooks }: { maxBodyBytes?: number; hooks?: HooksConfig } = {}): Promise<TestServer> {
+export async function startTestServer({ maxBodyBytes, hooks, eventHeartbeatMs }: { maxBodyBytes?: number; hooks?: HooksConfig; eventHeartbeatMs?: number } = {}): Promise<TestServer> {
   const db = await createTestDatabase();
   const sluice = new Sluice({ connectionString: db.url, logger: silent, ...(maxBodyBytes ? { maxPayloadBytes: maxBodyBytes } : {}) });
   if (hooks) await migrateServerSchema(sluice.pool);
-  const app = await buildApp({ sluice, tokens: TOKENS, ...(maxBodyBytes ? { maxBodyBytes } : {}), ...(hooks ? { hooks } : {}) });
+  const app = await buildApp({ sluice, tokens: TOKENS, ...(maxBodyBytes ? { maxBodyBytes } : {}), ...(hooks ? { hooks } : {}), ...(eventHeartbeatMs ? { eventHeartbeatMs } : {}) });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as { port: number };
   after(async () => {

@@ -30,6 +30,7 @@ const API = new Set([
   'POST /api/queues/:queue/claim', 'POST /api/jobs/:id/heartbeat', 'POST /api/jobs/:id/complete', 'POST /api/jobs/:id/fail',
   'POST /api/missions/request', 'GET /api/instances/:id', 'HEAD /api/instances/:id', 'POST /api/instances/:id/submissions',
   'GET /api/submissions/:id', 'HEAD /api/submissions/:id', 'GET /api/missions/requests/:jobId', 'HEAD /api/missions/requests/:jobId',
+  'GET /api/jobs/:id/events', 'GET /api/queues/:queue/events', 'GET /api/submissions/:id/events', 'HEAD /api/submissions/:id/events',
 ]);
 
 /** Routes authenticated by a signature over the body instead of a token (webhook intake): 401 without a valid one, whatever the token. */
@@ -80,13 +81,19 @@ async function assertKinds(app: FastifyInstance, routes: RegisteredRoute[]): Pro
     }
     const path = pathOf(route);
     const hasBody = route.method !== 'GET' && route.method !== 'HEAD';
-    const ask = (token: string) =>
-      app.inject({
+    // An event stream answers its headers and stays open: read the status, then hang up.
+    const streaming = route.url.endsWith('/events');
+    const ask = async (token: string) => {
+      const answer = await app.inject({
         method: route.method as 'GET',
         url: path,
         headers: { authorization: `Bearer ${token}`, ...(hasBody ? { 'content-type': 'application/json' } : {}) },
         ...(hasBody ? { payload: '{}' } : {}),
+        ...(streaming ? { payloadAsStream: true } : {}),
       });
+      if (streaming && answer.statusCode === 200) answer.stream().destroy();
+      return answer;
+    };
     const asApi = await ask(TOKENS.apiToken);
     const asAdmin = await ask(TOKENS.adminToken);
     assert.ok(![401, 403].includes(asAdmin.statusCode), `${route.method} ${path} refused the admin token: ${asAdmin.statusCode}`);
