@@ -49,7 +49,7 @@ const USAGE = `Usage: sluice-server [options]
   --database-url <url>     PostgreSQL (DATABASE_URL; default: embedded PostgreSQL in <data-dir>/pg)
   --data-dir <dir>         tokens and embedded data (SLUICE_DATA_DIR, default ./.sluice)
   --max-body-bytes <n>     largest request body and job payload (SLUICE_MAX_BODY_BYTES, default 1048576)
-  --hooks-file <path>      webhook sources for POST /api/hooks/:source (SLUICE_HOOKS_FILE; JSON)
+  --hooks-file <path>      webhook sources and outbound webhook targets (SLUICE_HOOKS_FILE; JSON)
   --no-demo-queue          do not create the "demo" queue on first start (SLUICE_DEMO_QUEUE=0)
   -h, --help               this help
 

@@ -9,6 +9,17 @@ export { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgre
 export { installErrorHandlers, validationMessage } from './http-errors.js';
 export { STORABLE_TEXT } from './schemas.js';
 export { migrateServerSchema } from './db.js';
-export { parseHooksConfig, loadHooksFile, HooksConfigError, type HooksConfig, type HookSource, type SignatureScheme } from './hooks/config.js';
+export {
+  parseHooksConfig,
+  loadHooksFile,
+  HooksConfigError,
+  WEBHOOK_EVENTS,
+  type HooksConfig,
+  type HookSource,
+  type SignatureScheme,
+  type WebhookTarget,
+  type WebhookEventType,
+} from './hooks/config.js';
+export { WebhookRelay, signDelivery, WEBHOOK_QUEUE, type WebhookDelivery, type WebhookRelayOptions } from './hooks/outbound.js';
 export { signBody } from './hooks/signature.js';
 export type { HookDelivery } from './hooks/intake.js';

@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { Sluice } from 'sluice';
 import { buildApp } from './app.js';
 import { migrateServerSchema } from './db.js';
+import { WebhookRelay } from './hooks/outbound.js';
 import { ConfigError, loadConfig, usage, type ServerConfig } from './config.js';
 import type { ServerExtension } from './context.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
@@ -37,6 +38,7 @@ export async function startServer(
   const tokens = loadOrCreateTokens(config.dataDir, { apiToken: config.apiToken, adminToken: config.adminToken });
   let embedded: EmbeddedPostgres | null = null;
   let sluice: Sluice | null = null;
+  let relay: WebhookRelay | null = null;
   const started: ServerExtension[] = [];
   const stopExtensions = async (timeoutMs: number) => {
     for (const extension of started.splice(0).reverse()) await extension.stop?.({ timeoutMs });
@@ -68,6 +70,12 @@ export async function startServer(
       print(`created queue "${source.queue}" (no limits) for webhook source "${source.name}": it did not exist`);
     }
     sluice.startMaintenance({ intervalMs: config.maintenanceIntervalMs });
+    if (config.hooks.webhooks.length > 0) {
+      const log = sluice.logger;
+      relay = new WebhookRelay(sluice, config.hooks.webhooks, { onError: (message) => log.warn({}, message) });
+      await relay.start();
+      print(`outbound webhooks: ${config.hooks.webhooks.map((w) => `${w.name} (${w.events.join(', ')})`).join('; ')}`);
+    }
     for (const extension of extensions) {
       try {
         await extension.start?.({ sluice, databaseUrl, print });
@@ -101,6 +109,7 @@ export async function startServer(
 
     const running = sluice;
     const db = embedded;
+    const webhooks = relay;
     let closing: Promise<void> | null = null;
     return {
       url,
@@ -110,12 +119,14 @@ export async function startServer(
         (closing ??= (async () => {
           await app.close();
           await stopExtensions(config.shutdownTimeoutMs);
+          await webhooks?.stop({ timeoutMs: config.shutdownTimeoutMs });
           await running.close({ timeoutMs: config.shutdownTimeoutMs });
           await db?.stop();
         })()),
     };
   } catch (err) {
     await stopExtensions(0).catch(() => undefined);
+    await relay?.stop({ timeoutMs: 0 }).catch(() => undefined);
     await sluice?.close({ timeoutMs: 0 }).catch(() => undefined);
     await embedded?.stop().catch(() => undefined);
     throw err;

@@ -18,9 +18,10 @@
 import type { FastifyInstance } from 'fastify';
 import { AdmissionUnavailableError, type Sluice } from 'sluice';
 import { serverSql } from '../db.js';
+import { enqueueOnce } from '../enqueue-once.js';
 import { HttpError } from '../http-errors.js';
 import { STORABLE_TEXT } from '../schemas.js';
-import type { HookSource, HooksConfig } from './config.js';
+import type { HooksConfig } from './config.js';
 import { signatureMatches } from './signature.js';
 
 /** What a delivery becomes: the job's payload. */
@@ -52,34 +53,6 @@ function parsePayload(body: Buffer, contentType: string | undefined): unknown {
     return JSON.parse(utf8.decode(body));
   } catch {
     throw new HttpError(400, 'validation', 'the webhook body is not UTF-8 JSON');
-  }
-}
-
-/** Records the delivery and enqueues its job in one transaction, or finds the job of its first delivery. */
-async function enqueueOnce(sluice: Sluice, source: HookSource, delivery: HookDelivery): Promise<{ id: string; duplicate: boolean }> {
-  const client = await sluice.pool.connect();
-  let broken = false;
-  try {
-    await client.query('BEGIN');
-    try {
-      const claimed = await client.query(serverSql('ClaimDelivery'), [source.name, delivery.deliveryId]);
-      if (claimed.rowCount === 0) {
-        const { rows } = await client.query<{ job_id: string }>(serverSql('DeliveryJob'), [source.name, delivery.deliveryId]);
-        await client.query('ROLLBACK');
-        return { id: rows[0]!.job_id, duplicate: true };
-      }
-      const sent = await sluice.send(source.queue, delivery, { client, key: source.name });
-      await client.query(serverSql('SetDeliveryJob'), [source.name, delivery.deliveryId, sent.id]);
-      await client.query('COMMIT');
-      return { id: sent.id, duplicate: false };
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {
-        broken = true;
-      });
-      throw err;
-    }
-  } finally {
-    client.release(broken);
   }
 }
 
@@ -126,7 +99,7 @@ export async function hookRoutes(app: FastifyInstance, sluice: Sluice, hooks: Ho
         const delivery: HookDelivery = { source: source.name, deliveryId, event, payload: parsePayload(body, request.headers['content-type']) };
         pruneNowAndThen(request.log);
 
-        const work = enqueueOnce(sluice, source, delivery);
+        const work = enqueueOnce(sluice, { source: source.name, deliveryId, queue: source.queue, data: delivery, key: source.name });
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<never>((_resolve, reject) => {
           timer = setTimeout(() => {
