@@ -6,15 +6,20 @@ import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Sluice } from 'sluice';
 import { requireToken } from './auth.js';
+import { SECURITY_HEADERS } from './security-headers.js';
 import { errorResponse } from './schemas.js';
 import type { AppPlugin, RouteContext } from './context.js';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandlers } from './http-errors.js';
 import { adminRoutes } from './routes/admin.js';
 import { dashboardRoutes } from './routes/dashboard.js';
+import { eventRoutes } from './routes/events.js';
+import { EventStreams } from './event-stream.js';
 import { jobRoutes } from './routes/jobs.js';
 import { queueRoutes } from './routes/queues.js';
 import { systemRoutes } from './routes/system.js';
 import { workerRoutes } from './routes/workers.js';
+import { NO_HOOKS, type HooksConfig } from './hooks/config.js';
+import { hookRoutes } from './hooks/intake.js';
 import { TokenChecker, type Tokens } from './tokens.js';
 
 export interface AppOptions {
@@ -26,19 +31,14 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
   /** Applications' routes, mounted after the server's own with the same token checks. */
   plugins?: AppPlugin[];
+  /** Webhook sources `POST /api/hooks/:source` takes in (needs the `sluice_server` schema: `migrateServerSchema`). */
+  hooks?: HooksConfig;
+  /** How often event streams send a heartbeat comment (default 15 s). */
+  eventHeartbeatMs?: number;
 }
 
-const SECURITY_HEADERS: Record<string, string> = {
-  'content-security-policy':
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
-  'cross-origin-opener-policy': 'same-origin',
-};
 
-export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, logger = false, plugins = [] }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, logger = false, plugins = [], hooks = NO_HOOKS, eventHeartbeatMs = 15_000 }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger,
     bodyLimit: maxBodyBytes,
@@ -81,10 +81,16 @@ export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, log
   const checker = new TokenChecker(tokens);
   const context: RouteContext = { sluice, apiAuth: requireToken(checker, 'api'), adminAuth: requireToken(checker, 'admin') };
   jobRoutes(app, context);
+  const streams = new EventStreams(eventHeartbeatMs);
+  // Open streams never end on their own: they are closed before the server waits for requests.
+  app.addHook('preClose', async () => streams.closeAll());
+  app.decorate('eventStreams', streams);
+  eventRoutes(app, context, streams);
   workerRoutes(app, context);
   queueRoutes(app, context);
   adminRoutes(app, context);
   systemRoutes(app, context);
+  await hookRoutes(app, sluice, hooks);
   dashboardRoutes(app);
   for (const plugin of plugins) await plugin(app, context);
   return app;

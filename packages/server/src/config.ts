@@ -4,6 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { HooksConfigError, loadHooksFile, NO_HOOKS, type HooksConfig } from './hooks/config.js';
 
 export interface ServerConfig {
   host: string;
@@ -37,6 +38,8 @@ export interface ServerConfig {
   /** Create a small `demo` queue on first start when the database has no queues. */
   createDemoQueue: boolean;
   logLevel: string;
+  /** Webhook sources, from the hooks file (none without one). */
+  hooks: HooksConfig;
 }
 
 const USAGE = `Usage: sluice-server [options]
@@ -46,6 +49,7 @@ const USAGE = `Usage: sluice-server [options]
   --database-url <url>     PostgreSQL (DATABASE_URL; default: embedded PostgreSQL in <data-dir>/pg)
   --data-dir <dir>         tokens and embedded data (SLUICE_DATA_DIR, default ./.sluice)
   --max-body-bytes <n>     largest request body and job payload (SLUICE_MAX_BODY_BYTES, default 1048576)
+  --hooks-file <path>      webhook sources and outbound webhook targets (SLUICE_HOOKS_FILE; JSON)
   --no-demo-queue          do not create the "demo" queue on first start (SLUICE_DEMO_QUEUE=0)
   -h, --help               this help
 
@@ -86,6 +90,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = process
         'data-dir': { type: 'string' },
         'max-body-bytes': { type: 'string' },
         'no-demo-queue': { type: 'boolean' },
+        'hooks-file': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -95,6 +100,16 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = process
   }
   const str = (name: string) => values[name] as string | undefined;
   const dataDir = resolve(cwd, str('data-dir') ?? env.SLUICE_DATA_DIR ?? '.sluice');
+  const hooksFile = str('hooks-file') ?? (env.SLUICE_HOOKS_FILE || undefined);
+  let hooks = NO_HOOKS;
+  if (hooksFile) {
+    try {
+      hooks = loadHooksFile(resolve(cwd, hooksFile), env);
+    } catch (err) {
+      if (!(err instanceof HooksConfigError)) throw err;
+      throw new ConfigError(`hooks file ${hooksFile} ${err.message}`);
+    }
+  }
   return {
     help: values.help === true,
     host: str('host') ?? env.SLUICE_HOST ?? '127.0.0.1',
@@ -115,5 +130,6 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = process
     maintenanceIntervalMs: integer(env.SLUICE_MAINTENANCE_INTERVAL_MS, 'SLUICE_MAINTENANCE_INTERVAL_MS', 5_000, 10),
     createDemoQueue: values['no-demo-queue'] !== true && env.SLUICE_DEMO_QUEUE !== '0',
     logLevel: env.SLUICE_LOG_LEVEL ?? 'info',
+    hooks,
   };
 }

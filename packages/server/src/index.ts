@@ -8,3 +8,18 @@ export type { RouteContext, AppPlugin, ServerExtension, ExtensionStartContext } 
 export { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
 export { installErrorHandlers, validationMessage } from './http-errors.js';
 export { STORABLE_TEXT } from './schemas.js';
+export { migrateServerSchema } from './db.js';
+export {
+  parseHooksConfig,
+  loadHooksFile,
+  HooksConfigError,
+  WEBHOOK_EVENTS,
+  type HooksConfig,
+  type HookSource,
+  type SignatureScheme,
+  type WebhookTarget,
+  type WebhookEventType,
+} from './hooks/config.js';
+export { WebhookRelay, signDelivery, WEBHOOK_QUEUE, type WebhookDelivery, type WebhookRelayOptions } from './hooks/outbound.js';
+export { signBody } from './hooks/signature.js';
+export type { HookDelivery } from './hooks/intake.js';

@@ -186,6 +186,15 @@ export const deadLetterQuery = {
   properties: { ...deadLetterFilter.properties, limit: optionalInt(1, 1000), before: jobId },
 } as const;
 
+/** The longest long poll: proxies and clients commonly give up on a silent request after a minute or two. */
+export const MAX_WAIT_MS = 60_000;
+
+export const jobQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { waitMs: { ...optionalInt(0, MAX_WAIT_MS), description: `wait up to this long for the job to end (at most ${MAX_WAIT_MS}); 0: answer at once` } },
+} as const;
+
 export const throughputQuery = {
   type: 'object',
   additionalProperties: false,

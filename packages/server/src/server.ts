@@ -8,6 +8,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Sluice } from 'sluice';
 import { buildApp } from './app.js';
+import { migrateServerSchema } from './db.js';
+import { WebhookRelay } from './hooks/outbound.js';
 import { ConfigError, loadConfig, usage, type ServerConfig } from './config.js';
 import type { ServerExtension } from './context.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
@@ -36,6 +38,7 @@ export async function startServer(
   const tokens = loadOrCreateTokens(config.dataDir, { apiToken: config.apiToken, adminToken: config.adminToken });
   let embedded: EmbeddedPostgres | null = null;
   let sluice: Sluice | null = null;
+  let relay: WebhookRelay | null = null;
   const started: ServerExtension[] = [];
   const stopExtensions = async (timeoutMs: number) => {
     for (const extension of started.splice(0).reverse()) await extension.stop?.({ timeoutMs });
@@ -56,11 +59,23 @@ export async function startServer(
     });
     const migrated = await sluice.migrate();
     if (migrated.applied.length) print(`applied migrations: ${migrated.applied.join(', ')}`);
+    await migrateServerSchema(sluice.pool);
     if (config.createDemoQueue && (await sluice.queues.list()).length === 0) {
       await sluice.queues.put(DEMO_QUEUE.name, DEMO_QUEUE.policy);
       print(`created queue "${DEMO_QUEUE.name}" (concurrency 5, maxPerKey 3, maxPending 100): the database had no queues`);
     }
+    for (const source of config.hooks.sources) {
+      if (await sluice.queues.get(source.queue)) continue;
+      await sluice.queues.put(source.queue, {});
+      print(`created queue "${source.queue}" (no limits) for webhook source "${source.name}": it did not exist`);
+    }
     sluice.startMaintenance({ intervalMs: config.maintenanceIntervalMs });
+    if (config.hooks.webhooks.length > 0) {
+      const log = sluice.logger;
+      relay = new WebhookRelay(sluice, config.hooks.webhooks, { onError: (message) => log.warn({}, message) });
+      await relay.start();
+      print(`outbound webhooks: ${config.hooks.webhooks.map((w) => `${w.name} (${w.events.join(', ')})`).join('; ')}`);
+    }
     for (const extension of extensions) {
       try {
         await extension.start?.({ sluice, databaseUrl, print });
@@ -76,6 +91,7 @@ export async function startServer(
       maxBodyBytes: config.maxBodyBytes,
       logger: { level: config.logLevel, redact: ['req.headers.authorization'] },
       plugins: extensions.flatMap((e) => (e.register ? [e.register] : [])),
+      hooks: config.hooks,
     });
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address() as { port: number };
@@ -93,6 +109,7 @@ export async function startServer(
 
     const running = sluice;
     const db = embedded;
+    const webhooks = relay;
     let closing: Promise<void> | null = null;
     return {
       url,
@@ -102,12 +119,14 @@ export async function startServer(
         (closing ??= (async () => {
           await app.close();
           await stopExtensions(config.shutdownTimeoutMs);
+          await webhooks?.stop({ timeoutMs: config.shutdownTimeoutMs });
           await running.close({ timeoutMs: config.shutdownTimeoutMs });
           await db?.stop();
         })()),
     };
   } catch (err) {
     await stopExtensions(0).catch(() => undefined);
+    await relay?.stop({ timeoutMs: 0 }).catch(() => undefined);
     await sluice?.close({ timeoutMs: 0 }).catch(() => undefined);
     await embedded?.stop().catch(() => undefined);
     throw err;

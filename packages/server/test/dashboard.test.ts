@@ -184,3 +184,40 @@ test('edit a queue policy and pause/resume from the dashboard', { skip: !existsS
   await waitFor(async () => /Save reports failed: .*periodMs/.test(await text(page, '#status')), { message: 'the refusal' });
   assert.deepEqual((await server.sluice.queues.get('reports'))?.rateLimit, { count: 10, periodMs: 1000 });
 });
+
+test("a job's page updates live from its event stream, without polling the job", { skip: !existsSync(CHROMIUM) && 'no /usr/bin/chromium', timeout: 120_000 }, async () => {
+  const server = await startTestServer();
+  const { sluice } = server;
+  await sluice.queues.put('reports', { maxAttempts: 3, backoff: { baseMs: 0, maxMs: 0 } });
+  const { id } = await sluice.send('reports', { month: '2026-11' });
+
+  const page = await signedIn(server.url);
+  await waitFor(async () => (await page.locator('[data-queue="reports"]').count()) === 1, { message: 'signed in, on the overview' });
+  const requests: string[] = [];
+  page.on('request', (request) => requests.push(new URL(request.url()).pathname));
+  await page.evaluate((jobId) => (location.hash = `#/jobs/${jobId}`), id);
+  await waitFor(async () => (await text(page, '#job-state')) === 'pending', { message: 'the job page, pending' });
+  await waitFor(async () => /^Live/.test(await text(page, '#job-live')), { message: 'the page says it follows the job' });
+
+  // A worker fails the first attempt (a retry): the page shows the failed attempt...
+  const [first] = await sluice.claim('reports', { max: 1 });
+  assert.equal(first?.id, id);
+  await sluice.fail(id, first.leaseToken, { message: 'the ledger was locked', name: 'LockError' });
+  await waitFor(async () => /the ledger was locked/.test(await text(page, '.attempt .error')), { message: 'the failed attempt shown live' });
+  // ...then completes the second: state and result appear, and the stream ends.
+  const [second] = await waitFor(async () => {
+    const claimed = await sluice.claim('reports', { max: 1 });
+    return claimed.length ? claimed : null;
+  }, { message: 'the retry to be claimable' });
+  await sluice.complete(id, second!.leaseToken, { rows: 1284 });
+  await waitFor(async () => (await text(page, '#job-state')) === 'completed', { message: 'completed shown live' });
+  assert.match(await text(page, '#job-result'), /"rows": 1284/);
+  await waitFor(async () => /has ended/.test(await text(page, '#job-live')), { message: 'the page says the job ended' });
+
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard-job-live.png'), fullPage: true });
+  // Every update came over the one stream: the job itself was never fetched.
+  assert.equal(requests.filter((p) => p === `/api/jobs/${id}/events`).length, 1, requests.join(' '));
+  assert.equal(requests.filter((p) => p === `/api/jobs/${id}`).length, 0, requests.join(' '));
+  assert.deepEqual(problemsOf(page), []);
+});

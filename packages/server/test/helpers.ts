@@ -3,6 +3,8 @@ import { after } from 'node:test';
 import { createTestDatabase, type TestDatabase } from '@sluice/testkit';
 import { Sluice } from 'sluice';
 import { buildApp } from '../src/app.js';
+import { migrateServerSchema } from '../src/db.js';
+import type { HooksConfig } from '../src/hooks/config.js';
 import type { FastifyInstance } from 'fastify';
 
 export const silent = { error() {}, warn() {}, info() {}, debug() {} };
@@ -16,10 +18,11 @@ export interface TestServer {
 }
 
 /** Starts the app on 127.0.0.1 (free port) and registers its teardown with `after`. */
-export async function startTestServer({ maxBodyBytes }: { maxBodyBytes?: number } = {}): Promise<TestServer> {
+export async function startTestServer({ maxBodyBytes, hooks, eventHeartbeatMs }: { maxBodyBytes?: number; hooks?: HooksConfig; eventHeartbeatMs?: number } = {}): Promise<TestServer> {
   const db = await createTestDatabase();
   const sluice = new Sluice({ connectionString: db.url, logger: silent, ...(maxBodyBytes ? { maxPayloadBytes: maxBodyBytes } : {}) });
-  const app = await buildApp({ sluice, tokens: TOKENS, ...(maxBodyBytes ? { maxBodyBytes } : {}) });
+  if (hooks) await migrateServerSchema(sluice.pool);
+  const app = await buildApp({ sluice, tokens: TOKENS, ...(maxBodyBytes ? { maxBodyBytes } : {}), ...(hooks ? { hooks } : {}), ...(eventHeartbeatMs ? { eventHeartbeatMs } : {}) });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as { port: number };
   after(async () => {

@@ -30,11 +30,16 @@ const API = new Set([
   'POST /api/queues/:queue/claim', 'POST /api/jobs/:id/heartbeat', 'POST /api/jobs/:id/complete', 'POST /api/jobs/:id/fail',
   'POST /api/missions/request', 'GET /api/instances/:id', 'HEAD /api/instances/:id', 'POST /api/instances/:id/submissions',
   'GET /api/submissions/:id', 'HEAD /api/submissions/:id', 'GET /api/missions/requests/:jobId', 'HEAD /api/missions/requests/:jobId',
+  'GET /api/jobs/:id/events', 'GET /api/queues/:queue/events', 'GET /api/submissions/:id/events', 'HEAD /api/submissions/:id/events',
 ]);
+
+/** Routes authenticated by a signature over the body instead of a token (webhook intake): 401 without a valid one, whatever the token. */
+const SIGNED = new Set(['POST /api/hooks/:source']);
 
 const routes = registeredRoutes(server.app);
 const pathOf = (route: RegisteredRoute) => route.url.replace(':queue', 'sec').replace(/:id\b/, jobId).replace(/:[A-Za-z]+/g, '1');
-const kindOf = (route: RegisteredRoute) => (PUBLIC.has(route.url) ? 'public' : API.has(`${route.method} ${route.url}`) ? 'api' : 'admin');
+const kindOf = (route: RegisteredRoute) =>
+  PUBLIC.has(route.url) ? 'public' : SIGNED.has(`${route.method} ${route.url}`) ? 'signed' : API.has(`${route.method} ${route.url}`) ? 'api' : 'admin';
 
 
 async function assertTokensRequired(app: FastifyInstance, routes: RegisteredRoute[]): Promise<void> {
@@ -68,15 +73,27 @@ async function assertKinds(app: FastifyInstance, routes: RegisteredRoute[]): Pro
   for (const route of routes) {
     const kind = kindOf(route);
     if (kind === 'public') continue;
+    if (kind === 'signed') {
+      // No token stands in for the signature.
+      const asAdmin = await app.inject({ method: 'POST', url: pathOf(route), headers: { authorization: `Bearer ${TOKENS.adminToken}`, 'content-type': 'application/json' }, payload: '{}' });
+      assert.equal(asAdmin.statusCode, 401, `${route.method} ${route.url} took the admin token for a signature`);
+      continue;
+    }
     const path = pathOf(route);
     const hasBody = route.method !== 'GET' && route.method !== 'HEAD';
-    const ask = (token: string) =>
-      app.inject({
+    // An event stream answers its headers and stays open: read the status, then hang up.
+    const streaming = route.url.endsWith('/events');
+    const ask = async (token: string) => {
+      const answer = await app.inject({
         method: route.method as 'GET',
         url: path,
         headers: { authorization: `Bearer ${token}`, ...(hasBody ? { 'content-type': 'application/json' } : {}) },
         ...(hasBody ? { payload: '{}' } : {}),
+        ...(streaming ? { payloadAsStream: true } : {}),
       });
+      if (streaming && answer.statusCode === 200) answer.stream().destroy();
+      return answer;
+    };
     const asApi = await ask(TOKENS.apiToken);
     const asAdmin = await ask(TOKENS.adminToken);
     assert.ok(![401, 403].includes(asAdmin.statusCode), `${route.method} ${path} refused the admin token: ${asAdmin.statusCode}`);

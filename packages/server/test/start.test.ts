@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { createTestDatabase, waitFor } from '@sluice/testkit';
 import { loadConfig } from '../src/config.js';
 import type { ServerExtension } from '../src/context.js';
+import { signBody } from '../src/hooks/signature.js';
 import { startServer } from '../src/server.js';
 import { call } from './helpers.js';
 
@@ -122,6 +123,32 @@ test('extensions: started after migrations, routes behind the server tokens, sto
     await assert.rejects(startServer(config, () => {}, { extensions: [extension('first'), extension('broken', true)] }), /broken did not start: no luck/);
     assert.deepEqual(events, ['start first', 'stop first within 0 ms']);
   } finally {
+    await db.drop();
+  }
+});
+
+test('with a hooks file: the server schema is migrated, a missing source queue is created and said so, a signed delivery is taken in', async () => {
+  const db = await createTestDatabase();
+  const dir = join(dataDir, 'hooks');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'hooks.json'), JSON.stringify({ sources: [{ name: 'gh', queue: 'gh-in', scheme: 'github', secretEnv: 'GH_SECRET' }] }));
+  const secret = 'start-test-secret-0123456789';
+  const config = { ...loadConfig(['--port', '0', '--no-demo-queue', '--hooks-file', join(dir, 'hooks.json')], { DATABASE_URL: db.url, SLUICE_DATA_DIR: dir, GH_SECRET: secret }), logLevel: 'warn' };
+  const lines: string[] = [];
+  const server = await startServer(config, (line) => lines.push(line));
+  try {
+    assert.ok(lines.some((l) => /created queue "gh-in" .* webhook source "gh"/.test(l)), lines.join('\n'));
+    assert.ok(!lines.join('\n').includes(secret), 'the secret is never printed');
+    const body = JSON.stringify({ zen: 'Keep it logically awesome.' });
+    const response = await fetch(`${server.url}/api/hooks/gh`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-github-event': 'ping', 'x-github-delivery': 'd-1', 'x-hub-signature-256': signBody(secret, body) },
+      body,
+    });
+    assert.equal(response.status, 202);
+    assert.equal((await server.sluice.stats('gh-in')).ready, 1);
+  } finally {
+    await server.close();
     await db.drop();
   }
 });

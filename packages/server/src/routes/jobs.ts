@@ -1,8 +1,8 @@
-/** Producer endpoints: send one or many jobs; read, cancel and replay a job. */
+/** Producer endpoints: send one or many jobs; read (or wait for) a job, cancel and replay it. */
 import type { FastifyInstance } from 'fastify';
-import { JobNotFoundError, type SendOptions } from 'sluice';
+import { JobCancelledError, JobDeadError, JobNotFoundError, ResultTimeoutError, type Job, type SendOptions, type Sluice } from 'sluice';
 import type { RouteContext } from '../context.js';
-import { jobParams, jobResponse, queueParams, sendBody, sendManyBody } from '../schemas.js';
+import { jobParams, jobQuery, jobResponse, MAX_WAIT_MS, queueParams, sendBody, sendManyBody } from '../schemas.js';
 
 interface SendRequestBody {
   data?: unknown;
@@ -19,6 +19,20 @@ interface SendRequestBody {
 function sendOptionsOf(body: SendRequestBody): SendOptions {
   const { data: _data, runAt, ...rest } = body;
   return { ...rest, ...(runAt !== undefined ? { runAt: new Date(runAt) } : {}) };
+}
+
+/**
+ * The job once it ended (completed, dead or cancelled) or when `waitMs` passed, whichever
+ * comes first; woken by the engine's announcements of job ends, never by polling. A client
+ * that goes away ends the wait.
+ */
+async function jobAfterWaiting(sluice: Sluice, id: string, waitMs: number, signal: AbortSignal): Promise<Job> {
+  try {
+    return await sluice.result(id, { timeoutMs: waitMs, signal });
+  } catch (err) {
+    if (err instanceof JobDeadError || err instanceof JobCancelledError || err instanceof ResultTimeoutError) return err.job;
+    throw err;
+  }
 }
 
 // Every route checks its token on `onRequest`: an unauthenticated request is answered 401
@@ -61,16 +75,37 @@ export function jobRoutes(app: FastifyInstance, { sluice, apiAuth, adminAuth }: 
     },
   );
 
-  app.get<{ Params: { id: string } }>(
+  app.get<{ Params: { id: string }; Querystring: { waitMs?: number } }>(
     '/api/jobs/:id',
     {
       onRequest: apiAuth,
-      schema: { tags: ['producers'], summary: 'A job: payload, state, attempts and their errors, cost, timings', params: jobParams, response: { 200: jobResponse } },
+      schema: {
+        tags: ['producers'],
+        summary: 'A job: payload, state, attempts and their errors, cost, timings',
+        description:
+          `With waitMs (a long poll, at most ${MAX_WAIT_MS} ms): answered as soon as the job ends (completed, dead or cancelled), ` +
+          'or when waitMs passes with the job as it is then; 200 either way, the state says which.',
+        params: jobParams,
+        querystring: jobQuery,
+        response: { 200: jobResponse },
+      },
     },
-    async (request) => {
-      const job = await sluice.get(request.params.id);
-      if (!job) throw new JobNotFoundError(request.params.id);
-      return job;
+    async (request, reply) => {
+      const { id } = request.params;
+      const waitMs = request.query.waitMs ?? 0;
+      if (waitMs === 0) {
+        const job = await sluice.get(id);
+        if (!job) throw new JobNotFoundError(id);
+        return job;
+      }
+      const gone = new AbortController();
+      const onClose = () => gone.abort();
+      reply.raw.once('close', onClose);
+      try {
+        return await jobAfterWaiting(sluice, id, waitMs, gone.signal);
+      } finally {
+        reply.raw.off('close', onClose);
+      }
     },
   );
 
