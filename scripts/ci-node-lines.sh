@@ -19,7 +19,9 @@ run_on_line() {
   local node="$prefix/node_modules/.bin/node"
   if [ "$status" -eq 0 ]; then
     echo "engine and server tests on Node $("$node" --version)"
-    "$node" scripts/test.mjs packages/sluice packages/server >"$log" 2>&1 || status=$?
+    # TAP whatever the line's default reporter (spec from Node 23 on), for the summary below.
+    NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--test-reporter=tap" \
+      "$node" scripts/test.mjs packages/sluice packages/server >"$log" 2>&1 || status=$?
   fi
   local passed failed skipped
   passed="$(sed -n 's/^# pass //p' "$log" | tail -1)"
