@@ -15,7 +15,7 @@ import { createTestDatabase, waitFor } from '@sluice/testkit';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** What is published, in dependency order: the CLI needs the server and the proof engine. */
-const PUBLISHED = ['packages/errors', 'packages/sluice', 'packages/embedded-pg', 'packages/server', 'packages/proof', 'packages/cli'];
+const PUBLISHED = ['packages/errors', 'packages/sluice', 'packages/embedded-pg', 'packages/server', 'packages/proof', 'packages/cli', 'packages/client'];
 const TOKENS = { SLUICE_API_TOKEN: 'pack-api-token-0123456789', SLUICE_ADMIN_TOKEN: 'pack-admin-token-0123456789' };
 
 /** The environment without what an enclosing `npm test` sets (npm_config_*), which would steer the inner npm. */
@@ -47,7 +47,7 @@ test('packed tarballs install outside the repository; the quick start, the serve
   const pack = await run(NPM, ['pack', '--json', '--ignore-scripts', '--pack-destination', tarballs, ...PUBLISHED.flatMap((p) => ['-w', p])], ROOT);
   assert.equal(pack.code, 0, pack.stderr);
   const packed = JSON.parse(pack.stdout) as { name: string; filename: string; files: { path: string }[] }[];
-  assert.deepEqual(packed.map((p) => p.name), ['@sluice/errors', 'sluice', '@sluice/embedded-postgres', '@sluice/server', '@sluice/proof', '@sluice/cli']);
+  assert.deepEqual(packed.map((p) => p.name), ['@sluice/errors', 'sluice', '@sluice/embedded-postgres', '@sluice/server', '@sluice/proof', '@sluice/cli', '@sluice/client']);
   for (const { name, files } of packed) {
     const paths = files.map((f) => f.path);
     for (const required of ['package.json', 'README.md', 'LICENSE']) assert.ok(paths.includes(required), `${name} ships ${required}`);
