@@ -9,6 +9,7 @@
 #   bash scripts/ci-node-lines.sh 24       # one line
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/ci-summary.sh
 
 run_on_line() {
   local line="$1" prefix log status=0 started
@@ -23,15 +24,7 @@ run_on_line() {
     NODE_OPTIONS="${NODE_OPTIONS:+$NODE_OPTIONS }--test-reporter=tap" \
       "$node" scripts/test.mjs packages/sluice packages/server >"$log" 2>&1 || status=$?
   fi
-  local passed failed skipped
-  passed="$(sed -n 's/^# pass //p' "$log" | tail -1)"
-  failed="$(sed -n 's/^# fail //p' "$log" | tail -1)"
-  skipped="$(sed -n 's/^# skipped //p' "$log" | tail -1)"
-  echo "  on Node $line: ${passed:-0} passed, ${failed:-?} failed, ${skipped:-0} skipped in $((SECONDS - started)) s (exit $status)"
-  if [ "$status" -ne 0 ]; then
-    grep -E '^not ok|^# Subtest' "$log" | grep -B1 '^not ok' || true
-    tail -n 80 "$log"
-  fi
+  summarize_tap_log "$log" "$status" "on Node $line in $((SECONDS - started)) s"
   rm -rf "$prefix" "$log"
   return "$status"
 }
