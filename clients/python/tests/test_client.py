@@ -167,3 +167,10 @@ def test_wait_for_returns_the_result_once_the_job_is_final(client: SluiceClient,
         runner.join(90)
     [job] = waited
     assert job.state == "completed" and job.result == {"doubled": 42}
+
+
+def test_a_worker_on_a_missing_queue_stops_with_the_reason(client: SluiceClient) -> None:
+    worker = Worker(client, "no-such-queue", lambda context: None, poll_seconds=0.1)
+    with pytest.raises(SluiceError) as missing:
+        worker.run(exit_when_idle=True)
+    assert missing.value.code == "queue_not_found" and missing.value.status == 404

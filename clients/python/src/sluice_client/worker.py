@@ -23,7 +23,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Callable, Optional, Set
 
 from .client import SluiceClient
-from .errors import JobCancelledError, LeaseLostError
+from .errors import JobCancelledError, LeaseLostError, SluiceError
 from .models import JSON, ClaimedJob
 
 log = logging.getLogger("sluice_client")
@@ -87,7 +87,14 @@ class Worker:
             while not self.stopping.is_set():
                 running = {f for f in running if not f.done()}
                 free = self.concurrency - len(running)
-                jobs = self.client.claim(self.queue, max_jobs=free, lease_seconds=self.lease_seconds, worker_id=self.worker_id) if free > 0 else []
+                try:
+                    jobs = self.client.claim(self.queue, max_jobs=free, lease_seconds=self.lease_seconds, worker_id=self.worker_id) if free > 0 else []
+                except SluiceError as error:
+                    if error.status is not None and error.status < 500:
+                        raise  # a refusal that retrying cannot mend: a missing queue, a bad token
+                    # The server restarting or out of reach: keep the jobs in hand, try again.
+                    log.warning("claim from %s failed: %s", self.queue, error)
+                    jobs = []
                 for job in jobs:
                     running.add(pool.submit(self.run_job, job))
                 if jobs:
