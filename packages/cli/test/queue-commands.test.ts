@@ -79,8 +79,8 @@ test('send, refusals with a one-line reason, stats table and JSON', async () => 
   assert.match(missing.err, /queue "no-such-queue" does not exist/);
 
   const stats = await run(['stats', '--queue', 'cli-send']);
-  assert.match(stats.out, /queue\s+ready\s+scheduled\s+active\/cap\s+dead\s+lag/);
-  assert.match(stats.out, /cli-send\s+2\s+0\s+0\/7\s+0/);
+  assert.match(stats.out, /queue\s+ready\s+scheduled\s+waiting\s+active\/cap\s+dead\s+lag/);
+  assert.match(stats.out, /cli-send\s+2\s+0\s+0\s+0\/7\s+0/);
   const watched = await run(['stats', '--queue', 'cli-send', '--watch', '1', '--count', '2', '--json']);
   const lines = watched.out.trim().split('\n');
   assert.equal(lines.length, 2);
@@ -103,7 +103,7 @@ test('queues put takes a rate, a budget and a max wait; list and stats show them
   const stats = await run(['stats', '--queue', 'cli-rated']);
   assert.equal(stats.code, 0, stats.err);
   assert.match(stats.out, /rate used\s+budget used\s+held\n/);
-  assert.match(stats.out, /cli-rated\s+2\s+0\s+2\/∞\s+0\s+\S+\s+2\/2 per 10m\s+4120\/10000 per 60s\s+2\n/);
+  assert.match(stats.out, /cli-rated\s+2\s+0\s+0\s+2\/∞\s+0\s+\S+\s+2\/2 per 10m\s+4120\/10000 per 60s\s+2\n/);
   const [json] = JSON.parse((await run(['stats', '--queue', 'cli-rated', '--json'])).out);
   assert.deepEqual([json.rateUse, json.budgetUse, json.heldBack], [{ used: 2, limit: 2, periodMs: 600_000 }, { used: 4120, limit: 10_000, periodMs: 60_000 }, 2]);
   assert.match((await run(['stats', '--queue', 'cli-send'])).out, /cli-send\s+.*\s+-\s+-\s+0\n/, 'a queue without either');
@@ -152,7 +152,7 @@ test('dead list, replay one and by filter, cancel', async () => {
   const cancelled = await run(['cancel', ids[0]!]);
   assert.match(cancelled.out, /cancelled/);
   const again = await run(['cancel', ids[0]!]);
-  assert.match(again.err, /it is cancelled, and only pending or active jobs can be/);
+  assert.match(again.err, /it is cancelled, and only waiting, pending or active jobs can be/);
 });
 
 test('schedules put, list, remove; an invalid cron expression is refused with its reason', async () => {

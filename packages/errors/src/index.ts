@@ -19,6 +19,11 @@ export type EngineErrorCode =
   | 'key_limit'
   | 'invalid_state'
   | 'lease_lost'
+  | 'parent_not_found'
+  | 'flow_invalid'
+  | 'job_dead'
+  | 'job_cancelled'
+  | 'result_timeout'
   | 'schema_version'
   | 'closed';
 
@@ -54,6 +59,7 @@ export type ErrorCode = EngineErrorCode | ProofErrorCode | MissionsErrorCode;
 /** How each code answers over HTTP. A code shared by two packages has one meaning, so one entry. */
 const HTTP: Record<ErrorCode, { status: number }> = {
   validation: { status: 400 },
+  flow_invalid: { status: 400 },
   invalid_input: { status: 400 },
   unknown_role: { status: 400 },
   unknown_domain: { status: 400 },
@@ -65,9 +71,13 @@ const HTTP: Record<ErrorCode, { status: number }> = {
   request_not_found: { status: 404 },
   invalid_state: { status: 409 },
   lease_lost: { status: 409 },
+  // A wait for a result whose job ended otherwise.
+  job_dead: { status: 409 },
+  job_cancelled: { status: 409 },
   payload_too_large: { status: 413 },
   challenge_invalid: { status: 422 },
   proof_rejected: { status: 422 },
+  parent_not_found: { status: 422 },
   key_limit: { status: 429 },
   // Server-side faults: configuration and content shipped with the platform.
   catalog_invalid: { status: 500 },
@@ -76,6 +86,8 @@ const HTTP: Record<ErrorCode, { status: number }> = {
   llm_request_failed: { status: 502 },
   llm_reply_invalid: { status: 502 },
   generator_reply_invalid: { status: 502 },
+  // The job is still running when the wait for its result ends.
+  result_timeout: { status: 504 },
   // No capacity or no working environment now; the refusals among them that know when to
   // come back carry `retryAfterSeconds`.
   queue_full: { status: 503 },

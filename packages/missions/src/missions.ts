@@ -9,7 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { QueueFullError, type Job, type Sluice, type Worker } from 'sluice';
+import { JobCancelledError, JobDeadError, QueueFullError, ResultTimeoutError, type Job, type Sluice, type Worker } from 'sluice';
 import { runSuite, sabotage, type EngineOptions, type Saboteur, type SourceFiles } from '@sluice/proof';
 import { GENERATION_QUEUE, GRADING_DEAD_QUEUE, GRADING_QUEUE, PROVING_QUEUE, REFILL_QUEUE, REFILL_SCHEDULE, resolveConfig, type MissionsConfig, type MissionsConfigInput, type QueueLimits } from './config.js';
 import { migrate, sql } from './db.js';
@@ -20,7 +20,7 @@ import { gradeSuite } from './grading.js';
 import { instanceFromRow, missionFromRow, submissionFromRow } from './rows.js';
 import { Semaphore } from './semaphore.js';
 import { probeSandbox } from './sandbox-probe.js';
-import type { DeadGradingJob, GenerationJob, GradingJob, Instance, Mission, MissionProof, PoolDomainStats, ProofJob, QaStatus, RequestOutcome, RequestProgress, SandboxStatus, Submission } from './types.js';
+import type { DeadGradingJob, GenerationJob, GenerationResult, GradingJob, Instance, Mission, MissionProof, PoolDomainStats, ProofJob, QaStatus, RequestOutcome, RequestProgress, SandboxStatus, Submission } from './types.js';
 import { serveFromPool } from './warm-pool.js';
 
 export interface MissionsOptions {
@@ -196,7 +196,7 @@ export class Missions {
     const instance = await serveFromPool(this.pool, userId, domains);
     if (instance) return { status: 'served', instance };
     const domain = await this.leastStockedDomain(domains);
-    const jobId = await this.enqueueGeneration({ domain, userId });
+    const { id: jobId } = await this.enqueueGeneration({ domain, userId });
     return { status: 'queued', jobId, domain };
   }
 
@@ -206,10 +206,22 @@ export class Missions {
     return serveFromPool(this.pool, userId, this.domainMap.domainsFor(role));
   }
 
-  async enqueueGeneration(job: GenerationJob): Promise<string> {
+  /**
+   * A request as a flow: a generation job (model work, on the generation queue's caps and
+   * token budget) and a proof job that waits for it (local CPU, capped by the machine)
+   * and proves the challenge it returned. A generation that ends dead cancels its proof.
+   * Returns the generation job's id.
+   */
+  async enqueueGeneration(job: GenerationJob, opts: { singletonKey?: string } = {}): Promise<{ id: string; deduplicated: boolean }> {
     if (!this.domainMap.domains().includes(job.domain)) throw new MissionsError('unknown_domain', `unknown domain "${job.domain}"`);
-    const { id } = await this.sluice.send(GENERATION_QUEUE, job, { ...(job.userId ? { key: job.userId } : {}), cost: this.config.model.tokensPerGeneration });
-    return id;
+    const key = job.userId ? { key: job.userId } : {};
+    // A deduplicated generation's proof is deduplicated by the same key: its proof waits for it.
+    const singleton = opts.singletonKey ? { singletonKey: opts.singletonKey } : {};
+    const ids = await this.sluice.flow([
+      { ref: 'generate', queue: GENERATION_QUEUE, data: job, ...key, ...singleton, cost: this.config.model.tokensPerGeneration },
+      { ref: 'prove', queue: PROVING_QUEUE, data: null, ...key, ...singleton, dependsOn: ['generate'] },
+    ]);
+    return ids.generate!;
   }
 
   async poolStats(): Promise<PoolDomainStats[]> {
@@ -225,20 +237,15 @@ export class Missions {
    */
   async refill(): Promise<{ enqueued: Record<string, number>; shed: boolean }> {
     const stock = new Map((await this.poolStats()).map((s) => [s.domain, s.servable + s.pending]));
-    const items = this.domainMap.domains().flatMap((domain) =>
-      Array.from({ length: Math.max(0, this.config.refillTargetPerDomain - (stock.get(domain) ?? 0)) }, (_, slot) => ({
-        data: { domain } satisfies GenerationJob,
-        singletonKey: `refill:${domain}:${slot}`,
-        cost: this.config.model.tokensPerGeneration,
-      })),
+    const slots = this.domainMap.domains().flatMap((domain) =>
+      Array.from({ length: Math.max(0, this.config.refillTargetPerDomain - (stock.get(domain) ?? 0)) }, (_, slot) => ({ domain, slot })),
     );
     const enqueued: Record<string, number> = {};
-    if (items.length === 0) return { enqueued, shed: false };
     try {
-      const results = await this.sluice.sendMany(GENERATION_QUEUE, items);
-      results.forEach((r, i) => {
-        if (!r.deduplicated) enqueued[items[i]!.data.domain] = (enqueued[items[i]!.data.domain] ?? 0) + 1;
-      });
+      for (const { domain, slot } of slots) {
+        const { deduplicated } = await this.enqueueGeneration({ domain }, { singletonKey: `refill:${domain}:${slot}` });
+        if (!deduplicated) enqueued[domain] = (enqueued[domain] ?? 0) + 1;
+      }
       return { enqueued, shed: false };
     } catch (error) {
       if (error instanceof QueueFullError) return { enqueued, shed: true };
@@ -268,9 +275,10 @@ export class Missions {
       return { state: 'failed', generationJobId: jobId, error: generation.errors.at(-1)?.message ?? `the generation job is ${generation.state}` };
     }
     if (generation.state !== 'completed') return { state: 'generating', generationJobId: jobId };
-    const proofJobId = String((generation.result as { proofJobId?: string } | null)?.proofJobId ?? '');
-    const proof = proofJobId ? await this.sluice.get(proofJobId) : null;
+    const [child] = await this.sluice.children(jobId);
+    const proof = child ? await this.sluice.get(child.id) : null;
     if (!proof) return { state: 'failed', generationJobId: jobId, error: 'the generation job has no proof job' };
+    const proofJobId = proof.id;
     if (proof.state === 'dead' || proof.state === 'cancelled') {
       return { state: 'failed', generationJobId: jobId, proofJobId, error: proof.errors.at(-1)?.message ?? `the proof job is ${proof.state}` };
     }
@@ -279,17 +287,15 @@ export class Missions {
   }
 
   /**
-   * One generation job: model work only. The challenge goes to a proof job on the
-   * proving queue (one per generation job: a retry finds the one already sent).
+   * One generation job: model work only. Its result, the challenge, is what the proof
+   * job waiting for it proves.
    */
-  private async runGeneration(job: Job<GenerationJob>, signal: AbortSignal, reportCost: (units: number) => Promise<void>): Promise<{ proofJobId: string }> {
+  private async runGeneration(job: Job<GenerationJob>, signal: AbortSignal, reportCost: (units: number) => Promise<void>): Promise<GenerationResult> {
     const seed = (job.data.seed ?? seedOf(job.id)) + (job.attempts - 1);
     const { tokensUsed, ...challenge } = await this.generator.generate({ domain: job.data.domain, seed }, signal);
     // The token budget counts what the model says it used, not the estimate the job was sent with.
     if (tokensUsed !== undefined) await reportCost(tokensUsed);
-    const proof: ProofJob = { generationJobId: job.id, seed, challenge };
-    const { id } = await this.sluice.send(PROVING_QUEUE, proof, { singletonKey: `generation:${job.id}`, ...(job.data.userId ? { key: job.data.userId } : {}) });
-    return { proofJobId: id };
+    return { seed, challenge };
   }
 
   /**
@@ -298,10 +304,13 @@ export class Missions {
    * repeat the same search), then dead-letters it.
    */
   private async runProof(job: Job<ProofJob>, signal: AbortSignal): Promise<{ missionId: string }> {
-    const { generationJobId, challenge } = job.data;
+    const generation = job.parents?.[0];
+    if (!generation || generation.state !== 'completed') throw new Error(`proof job ${job.id} has no completed generation job`);
+    const generationJobId = generation.id;
+    const { seed: generatedWith, challenge } = generation.result as GenerationResult;
     const existing = await this.pool.query<{ id: string }>(sql('MissionByJob'), [generationJobId]);
     if (existing.rows[0]) return { missionId: String(existing.rows[0].id) };
-    const seed = job.data.seed + (job.attempts - 1);
+    const seed = generatedWith + (job.attempts - 1);
     const timeoutMs = this.config.runTimeoutMs;
     const found = await sabotage(
       { language: challenge.language, gold: challenge.gold, tests: challenge.tests, timeoutMs, description: challenge.brief },
@@ -394,6 +403,28 @@ export class Missions {
     const { rows } = await this.pool.query(sql('GetSubmission'), [checkNumericId(id, 'submission')]);
     if (!rows[0]) throw new MissionsError('submission_not_found', `submission ${id} does not exist`);
     return submissionFromRow(rows[0]);
+  }
+
+  /**
+   * The submission once graded: woken when its grading job ends (`sluice.result`), not by
+   * polling. A grading job that died or was cancelled is recorded on the submission
+   * (`error`) at once, as its dead letter would. After `timeoutMs` it answers the
+   * submission as it is (still `queued`).
+   */
+  async awaitGrade(id: string, { timeoutMs = 600_000, signal }: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Submission> {
+    const submission = await this.getSubmission(id);
+    if (submission.status !== 'queued' || !submission.gradingJobId) return submission;
+    try {
+      await this.sluice.result(submission.gradingJobId, { timeoutMs, signal });
+    } catch (error) {
+      if (error instanceof JobDeadError || error instanceof JobCancelledError) {
+        const reason = `grading failed after ${error.job.attempts} attempt(s): ${error.job.errors.at(-1)?.message ?? `the grading job is ${error.job.state}`}`;
+        await this.pool.query(sql('RecordGradingError'), [submission.id, reason.slice(0, 2000)]);
+      } else if (!(error instanceof ResultTimeoutError)) {
+        throw error;
+      }
+    }
+    return this.getSubmission(id);
   }
 
   /** Runs the mission's own tests (never the candidate's) against the submitted files. */

@@ -93,9 +93,14 @@ export interface GenerationJob {
   seed?: number;
 }
 
-/** The payload of a proof job: a generated challenge waiting for its planted bug to be proven. */
-export interface ProofJob {
-  generationJobId: string;
+/**
+ * The payload of a proof job: none. It is sent with its generation job as a flow, waits for
+ * it, and reads the challenge from its parent's result (`GenerationResult`).
+ */
+export type ProofJob = null;
+
+/** What a generation job returns: the challenge its proof job proves, and the seed drawn. */
+export interface GenerationResult {
   seed: number;
   challenge: GeneratedChallenge;
 }

@@ -7,7 +7,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { waitFor } from '@sluice/testkit';
-import { CATALOG, GENERATION_QUEUE, OfflineGenerator, PROVING_QUEUE, type CatalogEntry, type Generator } from '../src/index.js';
+import { CATALOG, OfflineGenerator, PROVING_QUEUE, type CatalogEntry, type Generator } from '../src/index.js';
 import { engine, harness, settled, type Harness } from './helpers.js';
 
 const ltv = CATALOG.find((e) => e.id === 'py-customer-ltv')!;
@@ -22,14 +22,17 @@ before(async () => {
 after(() => h.close());
 
 test('a generation job stores a proven mission as pending; approved, served and graded', async () => {
-  const jobId = await h.missions.enqueueGeneration({ domain: 'marketing', userId: 'cand-1', seed: 7 });
+  const { id: jobId } = await h.missions.enqueueGeneration({ domain: 'marketing', userId: 'cand-1', seed: 7 });
   const progress = await settled(h.missions, jobId);
   assert.equal(progress.state, 'proven', JSON.stringify(progress));
   const missionId = progress.state === 'proven' ? progress.missionId : '';
-  // Generation handed the challenge to a proof job on the host-capped queue.
-  const generation = await h.sluice.get(jobId);
-  const proofJob = await h.sluice.get((generation!.result as { proofJobId: string }).proofJobId);
+  // The request was a flow: a proof job on the host-capped queue waited for the generation,
+  // and proved the challenge it returned.
+  const [child] = await h.sluice.children(jobId);
+  const proofJob = await h.sluice.get(child!.id);
   assert.equal(proofJob?.queue, PROVING_QUEUE);
+  assert.deepEqual((await h.sluice.parents(proofJob!.id)).map((p) => p.id), [jobId]);
+  assert.ok(proofJob!.startedAt! > (await h.sluice.get(jobId))!.finishedAt!, 'the proof started after the generation ended');
   assert.deepEqual(proofJob?.result, { missionId });
   const mission = await h.missions.getMission(missionId);
   assert.equal(mission.qaStatus, 'pending');
@@ -82,7 +85,7 @@ test('a challenge whose bug cannot be proven fails its job and stores nothing', 
   });
   try {
     broken.missions.startWorkers({ grading: false });
-    const { id } = await broken.sluice.send(GENERATION_QUEUE, { domain: 'marketing', seed: 1 });
+    const { id } = await broken.missions.enqueueGeneration({ domain: 'marketing', seed: 1 });
     const progress = await settled(broken.missions, id);
     assert.equal(progress.state, 'failed');
     assert.ok(progress.state === 'failed' && progress.proofJobId, 'the proof job, not the generation, failed');
@@ -91,5 +94,32 @@ test('a challenge whose bug cannot be proven fails its job and stores nothing', 
     assert.deepEqual(await broken.missions.listMissions(), []);
   } finally {
     await broken.close();
+  }
+});
+
+test('a generation that ends dead cancels the proof job waiting for it; the request reads failed', async () => {
+  const failing: Generator = {
+    kind: 'failing',
+    async generate() {
+      throw new Error('the model is down');
+    },
+  };
+  const down = await harness({
+    generator: failing,
+    engine: engine('sluice_missions_t_generation'),
+    config: { generation: { maxAttempts: 1 } },
+  });
+  try {
+    down.missions.startWorkers({ grading: false });
+    const { id } = await down.missions.enqueueGeneration({ domain: 'marketing', seed: 1 });
+    const progress = await settled(down.missions, id);
+    assert.equal(progress.state, 'failed');
+    assert.match(progress.state === 'failed' ? progress.error : '', /the model is down/);
+    const [proof] = await down.sluice.children(id);
+    const job = await down.sluice.get(proof!.id);
+    assert.equal(job?.state, 'cancelled');
+    assert.equal(job?.errors.at(-1)?.name, 'ParentFailed');
+  } finally {
+    await down.close();
   }
 });

@@ -56,7 +56,7 @@ const finish = (id: string) => waitFor(async () => {
 }, { timeoutMs: 60_000, message: `job ${id}` });
 
 test('a model-written challenge is proven and, with auto-approval, served', async () => {
-  const progress = await settled(h.missions, await h.missions.enqueueGeneration({ domain: 'marketing', seed: 3 }));
+  const progress = await settled(h.missions, (await h.missions.enqueueGeneration({ domain: 'marketing', seed: 3 })).id);
   assert.equal(progress.state, 'proven', JSON.stringify(progress));
   const mission = await h.missions.getMission(progress.state === 'proven' ? progress.missionId : '');
   assert.equal(mission.source, 'llm');
@@ -79,7 +79,7 @@ test('a model-written challenge is proven and, with auto-approval, served', asyn
 test('an unusable reply fails the job and stores nothing', async () => {
   nextReply = { ...challenge, solution: { '../escape.py': 'x = 1\n' } };
   const before = (await h.missions.listMissions()).length;
-  const job = await finish(await h.missions.enqueueGeneration({ domain: 'data', seed: 4 }));
+  const job = await finish((await h.missions.enqueueGeneration({ domain: 'data', seed: 4 })).id);
   assert.equal(job.state, 'dead');
   assert.match(job.errors.at(-1)?.message ?? '', /bad file path/);
   assert.equal((await h.missions.listMissions()).length, before);

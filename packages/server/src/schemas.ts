@@ -245,6 +245,7 @@ export const queueStatsResponse = {
     queue: queueName,
     ready: int('pending and due'),
     scheduled: int('pending, not yet due'),
+    waiting: int('waiting for parents to end (dependsOn)'),
     active: int('leased and running (holding a slot of the cap on a capped queue)'),
     claimedAhead: int('claimed ahead by a worker of a capped queue, waiting for a slot'),
     completed: int('completed, not yet removed by retention'),
@@ -283,7 +284,7 @@ export const queueListResponse = {
 const jobProperties = {
   id: jobId,
   queue: queueName,
-  state: { type: 'string', enum: ['pending', 'active', 'completed', 'cancelled', 'dead'] },
+  state: { type: 'string', enum: ['waiting', 'pending', 'active', 'completed', 'cancelled', 'dead'] },
   data: { description: 'the payload' },
   key: nullableText('the key per-key limits count by'),
   singletonKey: nullableText('at most one unfinished job with this key'),

@@ -1,7 +1,7 @@
 -- Schema "sluice", read from the catalogs of a freshly migrated database.
 
 -- Types
-CREATE TYPE sluice.job_state AS ENUM ('pending', 'active', 'completed', 'cancelled', 'dead');
+CREATE TYPE sluice.job_state AS ENUM ('pending', 'active', 'completed', 'cancelled', 'dead', 'waiting');
 
 -- Sequences
 CREATE SEQUENCE sluice.job_id_seq AS bigint INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1;
@@ -30,9 +30,14 @@ CREATE TABLE sluice.job (
   start_reserved boolean,
   timeout_ms integer,
   cancel_requested_at timestamp with time zone,
+  has_children boolean,
+  waiting_parents integer,
+  on_parent_failure text,
   CONSTRAINT job_cost_check CHECK (cost > 0),
+  CONSTRAINT job_on_parent_failure_check CHECK (on_parent_failure = ANY (ARRAY['cancel'::text, 'run'::text])),
   CONSTRAINT job_pkey PRIMARY KEY (id),
-  CONSTRAINT job_timeout_ms_check CHECK (timeout_ms > 0)
+  CONSTRAINT job_timeout_ms_check CHECK (timeout_ms > 0),
+  CONSTRAINT job_waiting_parents_check CHECK (waiting_parents > 0)
 ) WITH (fillfactor=90, autovacuum_vacuum_threshold=1000, autovacuum_vacuum_scale_factor=0.01, autovacuum_analyze_threshold=1000, autovacuum_analyze_scale_factor=0.02, autovacuum_vacuum_cost_delay=0);
 
 CREATE TABLE sluice.job_archive (
@@ -56,6 +61,14 @@ CREATE TABLE sluice.job_archive (
   finished_at timestamp with time zone,
   archived_at timestamp with time zone DEFAULT now() NOT NULL,
   CONSTRAINT job_archive_pkey PRIMARY KEY (id)
+);
+
+CREATE TABLE sluice.job_parent (
+  child_id bigint NOT NULL,
+  parent_id bigint NOT NULL,
+  parent_state sluice.job_state,
+  CONSTRAINT job_parent_child_id_fkey FOREIGN KEY (child_id) REFERENCES sluice.job(id) ON DELETE CASCADE,
+  CONSTRAINT job_parent_pkey PRIMARY KEY (child_id, parent_id)
 );
 
 CREATE TABLE sluice.job_start (
@@ -186,10 +199,12 @@ CREATE INDEX job_dead_idx ON sluice.job USING btree (finished_at) WHERE (state =
 CREATE INDEX job_finished_idx ON sluice.job USING btree (queue, state, finished_at) WHERE (state = ANY (ARRAY['completed'::sluice.job_state, 'cancelled'::sluice.job_state, 'dead'::sluice.job_state]));
 CREATE INDEX job_key_pending_idx ON sluice.job USING btree (queue, key, priority DESC, run_at, id) WHERE ((state = 'pending'::sluice.job_state) AND (key IS NOT NULL));
 CREATE INDEX job_keyless_pending_idx ON sluice.job USING btree (queue, priority DESC, run_at, id) WHERE ((state = 'pending'::sluice.job_state) AND (key IS NULL));
+CREATE INDEX job_parent_parent_idx ON sluice.job_parent USING btree (parent_id);
 CREATE INDEX job_ready_idx ON sluice.job USING btree (queue, priority DESC, run_at, id) WHERE (state = 'pending'::sluice.job_state);
 CREATE UNIQUE INDEX job_singleton_idx ON sluice.job USING btree (queue, singleton_key) WHERE ((singleton_key IS NOT NULL) AND (state = ANY (ARRAY['pending'::sluice.job_state, 'active'::sluice.job_state])));
 CREATE INDEX job_start_key_window ON sluice.job_start USING btree (queue, key, started_at) WHERE (key IS NOT NULL);
 CREATE INDEX job_start_window ON sluice.job_start USING btree (queue, started_at);
+CREATE INDEX job_waiting_idx ON sluice.job USING btree (queue) WHERE (waiting_parents IS NOT NULL);
 CREATE INDEX rate_grant_window ON sluice.rate_grant USING btree (queue, until);
 
 -- Functions
@@ -279,6 +294,21 @@ BEGIN
   END IF;
 END $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.announce_ends(p_ids bigint[], p_queues text[], p_events text[], p_now timestamp with time zone)
+ RETURNS void
+ LANGUAGE sql
+AS $function$
+  SELECT count(pg_notify('sluice-events:sluice', g.payload))
+  FROM (
+    SELECT json_build_object('e', x.event, 'q', x.queue,
+                             'at', floor(extract(epoch FROM coalesce(p_now, now())) * 1000)::bigint,
+                             'ids', array_agg(x.id::text ORDER BY x.id))::text AS payload
+    FROM (SELECT e.*, (row_number() OVER (PARTITION BY e.event, e.queue ORDER BY e.id) - 1) / 200 AS chunk
+          FROM unnest(p_ids, p_queues, p_events) AS e(id, queue, event)) x
+    GROUP BY x.event, x.queue, x.chunk
+  ) g
+$function$
+;
 CREATE OR REPLACE FUNCTION sluice.backoff_ms(base_ms integer, max_ms integer, jitter real, attempt integer)
  RETURNS double precision
  LANGUAGE sql
@@ -286,6 +316,33 @@ AS $function$
   SELECT round(least(max_ms::double precision, base_ms * power(2::double precision, least(greatest(attempt - 1, 0), 60)))
                * (1 - jitter * random()))
 $function$
+;
+CREATE OR REPLACE FUNCTION sluice.cancel_job(p_id bigint, p_now timestamp with time zone)
+ RETURNS SETOF sluice.job
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_now timestamptz := coalesce(p_now, now());
+  v_job "sluice".job;
+BEGIN
+  UPDATE "sluice".job
+  SET state = CASE WHEN state = 'active' THEN state ELSE 'cancelled' END,
+      finished_at = CASE WHEN state = 'active' THEN finished_at ELSE v_now END,
+      waiting_parents = NULL,
+      cancel_requested_at = coalesce(cancel_requested_at, v_now)
+  WHERE id = p_id AND state IN ('waiting', 'pending', 'active')
+  RETURNING * INTO v_job;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  IF v_job.state = 'active' THEN
+    PERFORM pg_notify('sluice-cancel:sluice', v_job.id::text);
+  ELSE
+    PERFORM "sluice".job_ends(ARRAY[v_job.id], ARRAY[v_job.queue], ARRAY['cancelled'],
+                             CASE WHEN v_job.has_children THEN ARRAY[v_job.id] ELSE '{}' END, v_now, true);
+  END IF;
+  RETURN NEXT v_job;
+END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.claim(p_queue text, p_limit integer, p_worker_id text, p_now timestamp with time zone, p_ahead integer DEFAULT 0, p_in_hand integer[] DEFAULT '{}'::integer[])
  RETURNS SETOF sluice.job
@@ -500,6 +557,8 @@ AS $function$
 DECLARE
   v_now timestamptz := coalesce(p_now, now());
   v_done bigint[];
+  v_done_queues text[];
+  v_parents bigint[];
   v_moved bigint[] := '{}';
   v_claimed integer;
   v_in_hand integer[] := '{}';
@@ -537,15 +596,16 @@ BEGIN
       FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
       JOIN "sluice".job o ON o.id = c.id
       WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
-      RETURNING j.id, j.queue, o.slot
+      RETURNING j.id, j.queue, o.slot, j.has_children
     ), freed AS (
       UPDATE "sluice".slot s SET job_id = NULL
       FROM done d
       WHERE s.queue = d.queue AND s.n = d.slot AND s.job_id = d.id AND d.queue <> p_queue
     )
-    SELECT coalesce(array_agg(done.id), '{}'),
-           coalesce(array_agg(done.slot) FILTER (WHERE done.queue = p_queue AND done.slot > 0), '{}')
-    INTO v_done, v_in_hand FROM done;
+    SELECT coalesce(array_agg(done.id), '{}'), coalesce(array_agg(done.queue), '{}'),
+           coalesce(array_agg(done.slot) FILTER (WHERE done.queue = p_queue AND done.slot > 0), '{}'),
+           coalesce(array_agg(done.id) FILTER (WHERE done.has_children), '{}')
+    INTO v_done, v_done_queues, v_in_hand, v_parents FROM done;
   ELSE
     -- Uncapped: no lookup of the old row (a job that holds a slot anyway, from a cap since
     -- lifted, frees it through the trigger).
@@ -557,9 +617,15 @@ BEGIN
                                      AND j.started_at < v_grant_until THEN NULL ELSE j.start_reserved END
       FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
       WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
-      RETURNING j.id
+      RETURNING j.id, j.queue, j.has_children
     )
-    SELECT coalesce(array_agg(done.id), '{}') INTO v_done FROM done;
+    SELECT coalesce(array_agg(done.id), '{}'), coalesce(array_agg(done.queue), '{}'),
+           coalesce(array_agg(done.id) FILTER (WHERE done.has_children), '{}')
+    INTO v_done, v_done_queues, v_parents FROM done;
+  END IF;
+  -- Announced, and their children released (events.sql, flow.sql).
+  IF cardinality(v_done) > 0 THEN
+    PERFORM "sluice".job_ends(v_done, v_done_queues, array_fill('completed'::text, ARRAY[cardinality(v_done)]), v_parents, v_now, p_notify);
   END IF;
 
   IF cardinality(p_move_ids) > 0 THEN
@@ -596,6 +662,41 @@ AS $function$
   LIMIT 1
 $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.complete_many(p_ids bigint[], p_tokens uuid[], p_results jsonb[], p_now timestamp with time zone, p_notify boolean)
+ RETURNS TABLE(id bigint, queue text)
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := coalesce(p_now, now());
+  v_done bigint[];
+  v_queues text[];
+  v_parents bigint[];
+BEGIN
+  -- state::text: see the note at the top of queries/worker.sql.
+  WITH done AS (
+    UPDATE "sluice".job j
+    SET state = 'completed', finished_at = v_now, result = c.result, lease_token = NULL, lease_expires_at = NULL
+    FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
+    WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
+    RETURNING j.id, j.queue, j.has_children
+  ), woken AS (
+    SELECT pg_notify('sluice:sluice', q.name) FROM "sluice".queue q
+    WHERE p_notify AND q.name IN (SELECT DISTINCT d.queue FROM done d)
+      AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL)
+  )
+  SELECT coalesce(array_agg(d.id) FILTER (WHERE d.id IS NOT NULL), '{}'),
+         coalesce(array_agg(d.queue) FILTER (WHERE d.id IS NOT NULL), '{}'),
+         coalesce(array_agg(d.id) FILTER (WHERE d.has_children), '{}')
+  INTO v_done, v_queues, v_parents
+  -- The wake-ups are counted so that they happen; the join keeps the row when none completed.
+  FROM (SELECT count(*) FROM woken) w LEFT JOIN done d ON true;
+  IF cardinality(v_done) > 0 THEN
+    PERFORM "sluice".job_ends(v_done, v_queues, array_fill('completed'::text, ARRAY[cardinality(v_done)]), v_parents, v_now, p_notify);
+  END IF;
+  RETURN QUERY SELECT * FROM unnest(v_done, v_queues);
+END $function$
+;
 CREATE OR REPLACE FUNCTION sluice.free_slots(p_queue text, p_slots integer[])
  RETURNS void
  LANGUAGE plpgsql
@@ -628,6 +729,19 @@ BEGIN
   -- A grant closed at this very time (an injected clock): the new one continues it.
   ON CONFLICT (queue, worker_id, granted_at) DO UPDATE SET until = excluded.until, jobs = g.used + excluded.jobs;
   RETURN p_now;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.job_ends(p_ids bigint[], p_queues text[], p_events text[], p_parents bigint[], p_now timestamp with time zone, p_notify boolean)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF p_notify AND cardinality(p_ids) > 0 THEN
+    PERFORM "sluice".announce_ends(p_ids, p_queues, p_events, p_now);
+  END IF;
+  IF cardinality(p_parents) > 0 THEN
+    PERFORM "sluice".release_children(p_parents, p_now, p_notify);
+  END IF;
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.job_record_reserved_start()
@@ -1048,6 +1162,96 @@ BEGIN
       AND g.granted_at <= j.started_at AND j.started_at < g.until AND p_at <= g.until);
 END $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.release_children(p_parents bigint[], p_now timestamp with time zone, p_notify boolean)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_now timestamptz := coalesce(p_now, now());
+  v_ended bigint[] := p_parents;
+  v_cancelled bigint[];
+  v_cancelled_queues text[];
+  v_ready_queues text[];
+BEGIN
+  WHILE cardinality(v_ended) > 0 LOOP
+    -- The children locked in id order first: two transactions releasing children they
+    -- share (a fan-in whose parents end in both) take the locks in the same order, so they
+    -- queue up rather than deadlock.
+    PERFORM 1 FROM "sluice".job c
+    WHERE c.id IN (SELECT l.child_id FROM "sluice".job_parent l WHERE l.parent_id = ANY (v_ended) AND l.parent_state IS NULL)
+    ORDER BY c.id FOR UPDATE;
+    WITH counted AS (
+      UPDATE "sluice".job_parent l SET parent_state = p.state
+      FROM "sluice".job p
+      WHERE l.parent_id = ANY (v_ended) AND l.parent_state IS NULL
+        AND p.id = l.parent_id AND p.state IN ('completed', 'dead', 'cancelled')
+      RETURNING l.child_id, l.parent_id, p.state
+    ), per_child AS (
+      SELECT c.child_id, count(*)::integer AS n,
+             min(c.parent_id) FILTER (WHERE c.state <> 'completed') AS failed
+      FROM counted c GROUP BY c.child_id
+    ), changed AS (
+      UPDATE "sluice".job c
+      SET state = CASE WHEN a.failed IS NOT NULL AND c.on_parent_failure = 'cancel' THEN 'cancelled'
+                       WHEN c.waiting_parents <= a.n THEN 'pending'
+                       ELSE 'waiting' END::"sluice".job_state,
+          waiting_parents = CASE WHEN (a.failed IS NOT NULL AND c.on_parent_failure = 'cancel') OR c.waiting_parents <= a.n
+                                 THEN NULL ELSE c.waiting_parents - a.n END,
+          finished_at = CASE WHEN a.failed IS NOT NULL AND c.on_parent_failure = 'cancel' THEN v_now END,
+          run_at = CASE WHEN a.failed IS NULL OR c.on_parent_failure <> 'cancel' THEN greatest(c.run_at, v_now) ELSE c.run_at END,
+          errors = CASE WHEN a.failed IS NOT NULL AND c.on_parent_failure = 'cancel'
+                        THEN c.errors || jsonb_build_array(jsonb_build_object(
+                               'name', 'ParentFailed',
+                               'message', format('parent job %s ended %s', a.failed, (SELECT p.state FROM "sluice".job p WHERE p.id = a.failed)),
+                               'parentId', a.failed::text, 'finishedAt', v_now))
+                        ELSE c.errors END
+      FROM per_child a
+      WHERE c.id = a.child_id AND c.state = 'waiting'
+      RETURNING c.id, c.queue, c.state, c.has_children
+    )
+    SELECT coalesce(array_agg(ch.id) FILTER (WHERE ch.state = 'cancelled' AND ch.has_children), '{}'),
+           coalesce(array_agg(ch.id) FILTER (WHERE ch.state = 'cancelled'), '{}'),
+           coalesce(array_agg(ch.queue) FILTER (WHERE ch.state = 'cancelled'), '{}'),
+           coalesce(array_agg(DISTINCT ch.queue) FILTER (WHERE ch.state = 'pending'), '{}')
+    INTO v_ended, v_cancelled, v_cancelled_queues, v_ready_queues
+    FROM changed ch;
+
+    IF p_notify THEN
+      PERFORM pg_notify('sluice:sluice', q) FROM unnest(v_ready_queues) AS q;
+      IF cardinality(v_cancelled) > 0 THEN
+        PERFORM "sluice".announce_ends(v_cancelled, v_cancelled_queues,
+                                      array_fill('cancelled'::text, ARRAY[cardinality(v_cancelled)]), v_now);
+      END IF;
+    END IF;
+  END LOOP;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.release_job(p_id bigint, p_token uuid, p_now timestamp with time zone)
+ RETURNS SETOF bigint
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_now timestamptz := coalesce(p_now, now());
+  v_job "sluice".job;
+BEGIN
+  UPDATE "sluice".job
+  SET state = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END::"sluice".job_state,
+      attempts = CASE WHEN cancel_requested_at IS NULL THEN greatest(attempts - 1, 0) ELSE attempts END,
+      run_at = CASE WHEN cancel_requested_at IS NULL THEN v_now ELSE run_at END,
+      finished_at = CASE WHEN cancel_requested_at IS NOT NULL THEN v_now END,
+      lease_token = NULL, lease_expires_at = NULL
+  WHERE id = p_id AND lease_token = p_token AND state = 'active'
+  RETURNING * INTO v_job;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  IF v_job.state = 'cancelled' THEN
+    PERFORM "sluice".job_ends(ARRAY[v_job.id], ARRAY[v_job.queue], ARRAY['cancelled'],
+                             CASE WHEN v_job.has_children THEN ARRAY[v_job.id] ELSE '{}' END, v_now, true);
+  END IF;
+  RETURN NEXT v_job.id;
+END $function$
+;
 CREATE OR REPLACE FUNCTION sluice.reserved_starts(q sluice.queue, OUT jobs integer, OUT units bigint)
  RETURNS record
  LANGUAGE plpgsql
@@ -1064,8 +1268,12 @@ CREATE OR REPLACE FUNCTION sluice.retry_or_dead(p_ids bigint[], p_tokens uuid[],
 AS $function$
 DECLARE
   v_now timestamptz := coalesce(p_now, now());
+  v_rows "sluice".job[];
+  v_ids bigint[];
+  v_queues text[];
+  v_events text[];
+  v_parents bigint[];
 BEGIN
-  RETURN QUERY
   WITH input AS (
     SELECT * FROM unnest(p_ids, p_tokens, p_errors, p_discard, p_snooze_ms) AS c(id, token, error, discard, snooze_ms)
   ), failed AS (
@@ -1108,7 +1316,24 @@ BEGIN
             AND (p_wake_all OR q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL))
            OR q.name IN (SELECT queue FROM dead_lettered))
   )
-  SELECT f.* FROM failed f, (SELECT count(*) FROM woken) w;
+  SELECT coalesce(array_agg(ROW(f.*)::"sluice".job), '{}') INTO v_rows
+  FROM failed f, (SELECT count(*) FROM woken) w;
+
+  -- Announced (a snooze is not an end), and the children of jobs ended dead or cancelled
+  -- released (events.sql, flow.sql).
+  SELECT coalesce(array_agg(r.id) FILTER (WHERE e.event IS NOT NULL), '{}'),
+         coalesce(array_agg(r.queue) FILTER (WHERE e.event IS NOT NULL), '{}'),
+         coalesce(array_agg(e.event) FILTER (WHERE e.event IS NOT NULL), '{}'),
+         coalesce(array_agg(r.id) FILTER (WHERE r.has_children AND r.state IN ('dead', 'cancelled')), '{}')
+  INTO v_ids, v_queues, v_events, v_parents
+  FROM unnest(v_rows) r
+  LEFT JOIN unnest(p_ids, p_snooze_ms) AS c(id, snooze_ms) ON c.id = r.id
+  CROSS JOIN LATERAL (SELECT CASE WHEN r.state = 'cancelled' THEN 'cancelled' WHEN r.state = 'dead' THEN 'dead'
+                                  WHEN c.snooze_ms IS NULL THEN 'failed' END AS event) e;
+  IF cardinality(v_ids) > 0 OR cardinality(v_parents) > 0 THEN
+    PERFORM "sluice".job_ends(v_ids, v_queues, v_events, v_parents, v_now, p_notify);
+  END IF;
+  RETURN QUERY SELECT * FROM unnest(v_rows);
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.send(p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamp with time zone, p_delay_ms double precision, p_priority integer, p_max_attempts integer, p_now timestamp with time zone, p_notify boolean, p_cost integer, p_timeout_ms integer, OUT id bigint, OUT deduplicated boolean)
@@ -1188,6 +1413,72 @@ BEGIN
   END IF;
 
   IF p_notify AND v_run_at <= v_now THEN
+    PERFORM pg_notify('sluice:sluice', p_queue);
+  END IF;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.send_after(p_parents bigint[], p_on_parent_failure text, p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamp with time zone, p_delay_ms double precision, p_priority integer, p_max_attempts integer, p_now timestamp with time zone, p_notify boolean, p_cost integer, p_timeout_ms integer, OUT id bigint, OUT deduplicated boolean)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := coalesce(p_now, now());
+  v_parents bigint[] := ARRAY(SELECT DISTINCT p FROM unnest(p_parents) AS p ORDER BY p);
+  v_open bigint[];
+  v_missing bigint[];
+  v_failed bigint;
+  v_failed_state text;
+  v_state "sluice".job_state;
+  v_run_at timestamptz;
+BEGIN
+  -- Admission as for any send (send.sql), announced below once the state is known.
+  SELECT s.id, s.deduplicated INTO id, deduplicated
+  FROM "sluice".send(p_queue, p_data, p_key, p_singleton_key, p_run_at, p_delay_ms, p_priority, p_max_attempts,
+                    p_now, false, p_cost, p_timeout_ms) s;
+  IF deduplicated THEN
+    RETURN;
+  END IF;
+
+  -- Parents not ended yet: locked in id order (two sends sharing parents cannot deadlock)
+  -- and flagged.
+  v_open := ARRAY(SELECT j.id FROM "sluice".job j
+                  WHERE j.id = ANY (v_parents) AND j.state IN ('waiting', 'pending', 'active')
+                  ORDER BY j.id FOR UPDATE);
+  UPDATE "sluice".job j SET has_children = true WHERE j.id = ANY (v_open) AND j.has_children IS NOT TRUE;
+
+  -- The others have ended (or never existed).
+  v_missing := ARRAY(SELECT p FROM unnest(v_parents) AS p
+                     WHERE NOT p = ANY (v_open) AND NOT EXISTS (SELECT 1 FROM "sluice".job j WHERE j.id = p));
+  IF cardinality(v_missing) > 0 THEN
+    RAISE EXCEPTION USING ERRCODE = 'SL422',
+      MESSAGE = format('parent jobs %s do not exist', array_to_string(v_missing, ', ')),
+      DETAIL = json_build_object('queue', p_queue, 'jobIds', v_missing::text[])::text;
+  END IF;
+  SELECT j.id, j.state::text INTO v_failed, v_failed_state FROM "sluice".job j
+  WHERE j.id = ANY (v_parents) AND NOT j.id = ANY (v_open) AND j.state IN ('dead', 'cancelled')
+  ORDER BY j.id LIMIT 1;
+
+  INSERT INTO "sluice".job_parent (child_id, parent_id, parent_state)
+  SELECT send_after.id, j.id, CASE WHEN j.id = ANY (v_open) THEN NULL ELSE j.state END
+  FROM "sluice".job j WHERE j.id = ANY (v_parents);
+
+  IF v_failed IS NOT NULL AND p_on_parent_failure = 'cancel' THEN
+    UPDATE "sluice".job j
+    SET state = 'cancelled', finished_at = v_now, on_parent_failure = p_on_parent_failure,
+        errors = j.errors || jsonb_build_array(jsonb_build_object(
+          'name', 'ParentFailed', 'message', format('parent job %s ended %s', v_failed, v_failed_state),
+          'parentId', v_failed::text, 'finishedAt', v_now))
+    WHERE j.id = send_after.id;
+    RETURN;
+  END IF;
+
+  UPDATE "sluice".job j
+  SET state = CASE WHEN cardinality(v_open) > 0 THEN 'waiting' ELSE 'pending' END::"sluice".job_state,
+      waiting_parents = nullif(cardinality(v_open), 0), on_parent_failure = p_on_parent_failure
+  WHERE j.id = send_after.id
+  RETURNING j.state, j.run_at INTO v_state, v_run_at;
+  IF p_notify AND v_state = 'pending' AND v_run_at <= v_now THEN
     PERFORM pg_notify('sluice:sluice', p_queue);
   END IF;
 END $function$

@@ -5,6 +5,7 @@
  * `retryAfterSeconds`.
  */
 import { SluiceError } from '@sluice/errors';
+import type { Job } from './types.js';
 
 export { SluiceError, httpStatusOf, httpAnswerOf, type ErrorCode, type HttpAnswer } from '@sluice/errors';
 
@@ -106,6 +107,57 @@ export class KeyLimitError extends SluiceError {
 export class InvalidStateError extends SluiceError {
   constructor(message: string) {
     super('invalid_state', message);
+  }
+}
+
+/** Parents named by `dependsOn` that do not exist. Nothing was enqueued. */
+export class ParentNotFoundError extends SluiceError {
+  readonly queue: string;
+  readonly jobIds: string[];
+  constructor(queue: string, jobIds: string[], message?: string) {
+    super('parent_not_found', message ?? `parent jobs ${jobIds.join(', ')} do not exist`);
+    this.queue = queue;
+    this.jobIds = jobIds;
+  }
+}
+
+/** A flow that cannot be created as given: a cycle, a reference to no job of the flow, a name used twice. Nothing was enqueued. */
+export class FlowInvalidError extends SluiceError {
+  /** The references involved (a cycle, in order). */
+  readonly refs: string[];
+  constructor(message: string, refs: string[]) {
+    super('flow_invalid', message);
+    this.refs = refs;
+  }
+}
+
+/** `result()`: the job ended dead, with `job.errors` saying why. */
+export class JobDeadError extends SluiceError {
+  readonly job: Job;
+  constructor(job: Job) {
+    const last = job.errors[job.errors.length - 1];
+    super('job_dead', `job ${job.id} ended dead${last ? `: ${last.message}` : ''}`);
+    this.job = job;
+  }
+}
+
+/** `result()`: the job ended cancelled. */
+export class JobCancelledError extends SluiceError {
+  readonly job: Job;
+  constructor(job: Job) {
+    super('job_cancelled', `job ${job.id} was cancelled`);
+    this.job = job;
+  }
+}
+
+/** `result()`: the wait ended before the job did; `job` is its state then. */
+export class ResultTimeoutError extends SluiceError {
+  readonly job: Job;
+  readonly timeoutMs: number;
+  constructor(job: Job, timeoutMs: number) {
+    super('result_timeout', `job ${job.id} is still ${job.state} after ${timeoutMs} ms`);
+    this.job = job;
+    this.timeoutMs = timeoutMs;
   }
 }
 

@@ -11,6 +11,11 @@ export {
   KeyLimitError,
   InvalidStateError,
   LeaseLostError,
+  ParentNotFoundError,
+  FlowInvalidError,
+  JobDeadError,
+  JobCancelledError,
+  ResultTimeoutError,
   SchemaVersionError,
   ClosedError,
   httpStatusOf,
@@ -23,6 +28,7 @@ export { Discard, Snooze, JobTimeout, JobCancelled } from './worker/outcomes.js'
 export type { TickResult } from './maintenance/maintenance.js';
 export type { Schedule, SchedulePolicy, CatchUp } from './maintenance/schedules.js';
 export type { DeadLetterFilter, DeadLetterPage } from './queue/dead-letters.js';
+export type { JobEvent, ResultOptions, EventsOptions } from './queue/results.js';
 export { migrateSchema, type MigrateResult, type SchemaMigration } from './db/migrate.js';
 export type {
   Job,
@@ -42,6 +48,9 @@ export type {
   SendOptions,
   SendManyItem,
   SendResult,
+  FlowJob,
+  JobParent,
+  JobChild,
   Logger,
   SluiceEvents,
   JobIds,

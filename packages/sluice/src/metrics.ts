@@ -70,7 +70,7 @@ export class Metrics {
       });
     const metrics = this;
     gauge('sluice_jobs', 'Jobs by queue and state, counted from the table.', ['queue', 'state'], (g, rows) => {
-      for (const r of rows) for (const state of ['ready', 'scheduled', 'active', 'claimed_ahead', 'dead']) g.set({ queue: r.name, state }, Number(r[state]));
+      for (const r of rows) for (const state of ['ready', 'scheduled', 'waiting', 'active', 'claimed_ahead', 'dead']) g.set({ queue: r.name, state }, Number(r[state]));
     });
     gauge('sluice_queue_concurrency_limit', 'The queue global cap (absent when unlimited): read active against it.', ['queue'], (g, rows) => {
       for (const r of rows) if (r.concurrency !== null) g.set({ queue: r.name }, r.concurrency);

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { Db } from './db/db.js';
 import { Listener } from './db/listener.js';
 import { assertSchemaCurrent, migrate, type MigrateResult } from './db/migrate.js';
-import { cancelChannelOf, channelOf } from './db/sql.js';
+import { cancelChannelOf, channelOf, eventsChannelOf } from './db/sql.js';
 import { AdmissionUnavailableError, ClosedError, KeyLimitError, QueueFullError, SchemaVersionError, ValidationError } from './errors.js';
 import { Metrics } from './metrics.js';
 import type { Registry } from 'prom-client';
@@ -17,11 +17,13 @@ import { Maintenance, type TickResult } from './maintenance/maintenance.js';
 import { reportDead } from './queue/dead.js';
 import { DeadLetters } from './queue/dead-letters.js';
 import { Jobs } from './queue/jobs.js';
+import { sendFlow } from './queue/flow.js';
+import { Results, type EventsOptions, type JobEvent, type ResultOptions } from './queue/results.js';
 import { Waker } from './queue/waker.js';
 import { Schedules } from './maintenance/schedules.js';
 import { Queues } from './queue/queues.js';
 import { validateInt, validateQueueName, validateSchemaName } from './queue/validate.js';
-import type { ClaimedJob, CompleteOptions, Emit, Job, Logger, SluiceEvents, ThroughputBucket, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
+import type { ClaimedJob, CompleteOptions, Emit, FlowJob, Job, JobChild, JobParent, Logger, SluiceEvents, ThroughputBucket, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
 import { Worker, type Handler, type WorkOptions } from './worker/worker.js';
 
 export interface SluiceOptions {
@@ -76,6 +78,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   readonly logger: Logger;
   private readonly db: Db;
   private readonly jobs: Jobs;
+  private readonly results: Results;
   private readonly waker: Waker;
   /** Wakes the waits of `whenReady`, so `close()` ends them at once. */
   private readonly readyWaits = new Set<() => void>();
@@ -127,13 +130,14 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
       pool.on('error', (err) => this.logger.warn({ err: err.message }, 'sluice: idle database connection lost'));
       this.db = new Db(pool, this.schema);
     }
-    this.listener = this.notify ? new Listener(listenerConfig, channelOf(this.schema), cancelChannelOf(this.schema), this.logger) : null;
+    this.listener = this.notify ? new Listener(listenerConfig, channelOf(this.schema), cancelChannelOf(this.schema), eventsChannelOf(this.schema), this.logger) : null;
     this.metrics = new Metrics(this.db, { registry: options.metricsRegistry });
     this.countEvents();
     const ready = () => this.ready();
     this.queues = new Queues(this.db, ready);
     this.waker = new Waker(this.db, this.logger);
     this.jobs = new Jobs(this.db, { maxPayloadBytes: this.maxPayloadBytes, notify: this.notify, now: this.now, waker: this.waker }, ready);
+    this.results = new Results(this.listener, (id) => this.jobs.get(id));
     this.schedules = new Schedules(this.db, { maxPayloadBytes: this.maxPayloadBytes, now: this.now }, ready);
     this.deadLetters = new DeadLetters(this.db, { notify: this.notify, now: this.now }, ready);
     this.maintenance = new Maintenance({
@@ -324,6 +328,49 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     return this.jobs.get<T>(id);
   }
 
+  /**
+   * Jobs and the dependencies between them, created in one transaction (the caller's, with
+   * `client`): each job names its parents among the flow's refs (or existing jobs as
+   * `{ jobId }`) in `dependsOn`, and runs once they have completed; each keeps its own
+   * queue's admission, caps, keys, rates and retries. Returns each ref's id. A cycle, a
+   * ref used twice or a ref to no job of the flow is a `FlowInvalidError`, a parent that
+   * does not exist a `ParentNotFoundError`; any refusal leaves nothing written.
+   */
+  flow(jobs: FlowJob[], opts: { client?: pg.ClientBase } = {}): Promise<Record<string, SendResult>> {
+    this.assertOpen();
+    return sendFlow(this.db, this.jobs, jobs, opts.client);
+  }
+
+  /** A job's parents (`dependsOn`) with their states and results. */
+  parents(id: string): Promise<JobParent[]> {
+    return this.jobs.parents(id);
+  }
+
+  /** The jobs that named this one in their `dependsOn`. */
+  children(id: string): Promise<JobChild[]> {
+    return this.jobs.children(id);
+  }
+
+  /**
+   * The job once it has completed (its result in `job.result`), woken by the announcement of
+   * its end (LISTEN/NOTIFY), not by polling. `JobDeadError` / `JobCancelledError` if it ended
+   * otherwise, `ResultTimeoutError` after `timeoutMs`, `JobNotFoundError` for no such job.
+   */
+  result<T = unknown>(id: string, opts?: ResultOptions): Promise<Job<T>> {
+    this.assertOpen();
+    return this.results.result(id, opts) as Promise<Job<T>>;
+  }
+
+  /**
+   * Jobs' ends (completed, failed, dead, cancelled) of `queue`, or of every queue for
+   * `null`, announced by any process, as an async iterator: at most once, with a `gap`
+   * event wherever some may have been missed (see src/queue/results.ts).
+   */
+  events(queue: string | null, opts?: EventsOptions): AsyncIterableIterator<JobEvent> {
+    this.assertOpen();
+    return this.results.events(queue, opts);
+  }
+
   /** Cancel a job: see `Jobs.cancel` (a running one is asked to stop, and ends cancelled once its handler returns). */
   async cancel(id: string): Promise<Job> {
     const job = await this.jobs.cancel(id);
@@ -370,6 +417,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     if (this.closed) return;
     this.closed = true;
     for (const wake of [...this.readyWaits]) wake();
+    this.results.close();
     await Promise.all([...this.workers].map((w) => w.stop({ timeoutMs })));
     await this.maintenance.stop();
     await this.waker.drain();

@@ -11,7 +11,8 @@
  */
 import type pg from 'pg';
 
-export type JobState = 'pending' | 'active' | 'completed' | 'cancelled' | 'dead';
+/** `waiting`: sent with parents (`dependsOn`) not all ended yet; pending once they have. */
+export type JobState = 'waiting' | 'pending' | 'active' | 'completed' | 'cancelled' | 'dead';
 
 /** Retry delays: min(maxMs, baseMs · 2^(attempt−1)), scaled by a random factor in [1 − jitter, 1]. */
 export interface BackoffPolicy {
@@ -136,6 +137,17 @@ export interface SendOptions {
   cost?: number;
   /** Each attempt may run this long: then the handler's signal aborts, and the attempt fails as `JobTimeout`. */
   timeoutMs?: number;
+  /**
+   * Ids of parent jobs: this job waits (state `waiting`) until every one has ended, and
+   * becomes pending in the transaction that ends the last. Its handler reads them in
+   * `job.parents`. At most 1000.
+   */
+  dependsOn?: string[];
+  /**
+   * What a parent ending dead or cancelled does: `cancel` this job (the default; recorded
+   * in its error history as `ParentFailed`), or count the parent as ended and `run` it.
+   */
+  onParentFailure?: 'cancel' | 'run';
   /** Enqueue on this client, e.g. inside the caller's own transaction (READ COMMITTED). */
   client?: pg.ClientBase;
 }
@@ -147,6 +159,16 @@ export interface CompleteOptions {
    * its queue's budget counts this figure for the job's start. Integer ≥ 1.
    */
   cost?: number;
+}
+
+/** One job of a flow (`sluice.flow`). */
+export interface FlowJob<T = unknown> extends Omit<SendOptions, 'client' | 'dependsOn'> {
+  /** Its name in the flow: what other jobs of the flow list in their `dependsOn`, and the key of its id in the answer. */
+  ref: string;
+  queue: string;
+  data: T;
+  /** Its parents: refs of jobs of the flow, or `{ jobId }` for jobs that exist already. */
+  dependsOn?: Array<string | { jobId: string }>;
 }
 
 export interface SendManyItem<T = unknown> extends Omit<SendOptions, 'client'> {
@@ -195,6 +217,32 @@ export interface Job<T = unknown> {
   finishedAt: Date | null;
   /** When a cancel was asked for while the job ran (it ends once its handler returns), or null. */
   cancelRequestedAt: Date | null;
+  /** Parents not ended yet, while `waiting`; else null. */
+  waitingParents: number | null;
+  /** For a job sent with `dependsOn`: what a failed parent does to it; null for a job without parents. */
+  onParentFailure: 'cancel' | 'run' | null;
+  /**
+   * Its parents, as handed to its handler by a worker (in the order of their ids); absent
+   * elsewhere: read them with `sluice.parents(id)`.
+   */
+  parents?: JobParent[];
+}
+
+/** A parent of a job sent with `dependsOn`, as its child sees it. */
+export interface JobParent {
+  id: string;
+  /** Null if retention deleted it. */
+  queue: string | null;
+  /** Its state (`completed` for every parent once its child runs, unless under `onParentFailure: 'run'`); null if retention deleted it. */
+  state: JobState | null;
+  result: unknown;
+}
+
+/** A child of a job (a job sent with it in `dependsOn`). */
+export interface JobChild {
+  id: string;
+  queue: string;
+  state: JobState;
 }
 
 /** A job handed out by `claim()`: its results must present `leaseToken`. */
@@ -206,6 +254,8 @@ export interface QueueStats {
   ready: number;
   /** Pending, not yet due. */
   scheduled: number;
+  /** Waiting for parents to end (`dependsOn`). */
+  waiting: number;
   /** Leased and running (on a capped queue: holding a slot of the cap). */
   active: number;
   /** Claimed ahead by a worker on a capped queue, waiting for a slot: leased, not running yet. */

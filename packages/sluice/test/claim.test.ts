@@ -705,7 +705,7 @@ test('stats count every state and the lag of the oldest ready job', async () => 
   clock.advance(5000);
   const stats = await sluice.stats(q);
   assert.deepEqual(stats, {
-    queue: q, ready: 0, scheduled: 1, active: 1, claimedAhead: 1, completed: 1, cancelled: 1, dead: 1,
+    queue: q, ready: 0, scheduled: 1, waiting: 0, active: 1, claimedAhead: 1, completed: 1, cancelled: 1, dead: 1,
     oldestReadyAgeSeconds: 0, concurrency: 7, paused: false, rateUse: null, budgetUse: null, heldBack: 0,
   });
   assert.ok(b);

@@ -1,5 +1,5 @@
 /**
- * `sluice stats`: ready, scheduled, active against the cap, dead and lag, per queue; and
+ * `sluice stats`: ready, scheduled, waiting for parents, active against the cap, dead and lag, per queue; and
  * what its rate and budget have used of their windows, with the ready jobs they hold back.
  */
 import type { Command } from 'commander';
@@ -16,9 +16,9 @@ interface StatsFlags extends DbFlags {
 
 function render(stats: QueueStats[]): string {
   return renderTable(
-    ['queue', 'ready', 'scheduled', 'active/cap', 'dead', 'lag', 'paused', ...WINDOWS.map((w) => `${w.header} used`), 'held'],
+    ['queue', 'ready', 'scheduled', 'waiting', 'active/cap', 'dead', 'lag', 'paused', ...WINDOWS.map((w) => `${w.header} used`), 'held'],
     stats.map((s) => [
-      s.queue, s.ready, s.scheduled, `${s.active}/${s.concurrency ?? '∞'}`, s.dead, formatAge(s.oldestReadyAgeSeconds), s.paused ? 'yes' : '',
+      s.queue, s.ready, s.scheduled, s.waiting, `${s.active}/${s.concurrency ?? '∞'}`, s.dead, formatAge(s.oldestReadyAgeSeconds), s.paused ? 'yes' : '',
       ...WINDOWS.map((w) => formatUse(s[w.use])),
       s.heldBack,
     ]),

@@ -471,6 +471,43 @@ BEGIN
   RETURN QUERY SELECT * FROM :SCHEMA.claim(p_queue, p_limit, p_worker_id, p_now, p_ahead);
 END $$;
 
+-- Completions without a claim (a pull worker's, or a worker's with nothing to claim for):
+-- fenced by their lease tokens; slots are freed by the trigger (slots.sql), and capped
+-- queues get one wake-up per batch, so claimers waiting on the cap try again.
+CREATE OR REPLACE FUNCTION :SCHEMA.complete_many(
+  p_ids bigint[], p_tokens uuid[], p_results jsonb[], p_now timestamptz, p_notify boolean)
+RETURNS TABLE (id bigint, queue text) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := coalesce(p_now, now());
+  v_done bigint[];
+  v_queues text[];
+  v_parents bigint[];
+BEGIN
+  -- state::text: see the note at the top of queries/worker.sql.
+  WITH done AS (
+    UPDATE :SCHEMA.job j
+    SET state = 'completed', finished_at = v_now, result = c.result, lease_token = NULL, lease_expires_at = NULL
+    FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
+    WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
+    RETURNING j.id, j.queue, j.has_children
+  ), woken AS (
+    SELECT pg_notify(':CHANNEL', q.name) FROM :SCHEMA.queue q
+    WHERE p_notify AND q.name IN (SELECT DISTINCT d.queue FROM done d)
+      AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL)
+  )
+  SELECT coalesce(array_agg(d.id) FILTER (WHERE d.id IS NOT NULL), '{}'),
+         coalesce(array_agg(d.queue) FILTER (WHERE d.id IS NOT NULL), '{}'),
+         coalesce(array_agg(d.id) FILTER (WHERE d.has_children), '{}')
+  INTO v_done, v_queues, v_parents
+  -- The wake-ups are counted so that they happen; the join keeps the row when none completed.
+  FROM (SELECT count(*) FROM woken) w LEFT JOIN done d ON true;
+  IF cardinality(v_done) > 0 THEN
+    PERFORM :SCHEMA.job_ends(v_done, v_queues, array_fill('completed'::text, ARRAY[cardinality(v_done)]), v_parents, v_now, p_notify);
+  END IF;
+  RETURN QUERY SELECT * FROM unnest(v_done, v_queues);
+END $$;
+
 -- A worker's completions, the moves of its jobs waiting for a slot, and its next claim, in
 -- one transaction: the statement a busy worker sends once per round trip.
 CREATE OR REPLACE FUNCTION :SCHEMA.complete_and_claim(
@@ -485,6 +522,8 @@ AS $$
 DECLARE
   v_now timestamptz := coalesce(p_now, now());
   v_done bigint[];
+  v_done_queues text[];
+  v_parents bigint[];
   v_moved bigint[] := '{}';
   v_claimed integer;
   v_in_hand integer[] := '{}';
@@ -522,15 +561,16 @@ BEGIN
       FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
       JOIN :SCHEMA.job o ON o.id = c.id
       WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
-      RETURNING j.id, j.queue, o.slot
+      RETURNING j.id, j.queue, o.slot, j.has_children
     ), freed AS (
       UPDATE :SCHEMA.slot s SET job_id = NULL
       FROM done d
       WHERE s.queue = d.queue AND s.n = d.slot AND s.job_id = d.id AND d.queue <> p_queue
     )
-    SELECT coalesce(array_agg(done.id), '{}'),
-           coalesce(array_agg(done.slot) FILTER (WHERE done.queue = p_queue AND done.slot > 0), '{}')
-    INTO v_done, v_in_hand FROM done;
+    SELECT coalesce(array_agg(done.id), '{}'), coalesce(array_agg(done.queue), '{}'),
+           coalesce(array_agg(done.slot) FILTER (WHERE done.queue = p_queue AND done.slot > 0), '{}'),
+           coalesce(array_agg(done.id) FILTER (WHERE done.has_children), '{}')
+    INTO v_done, v_done_queues, v_in_hand, v_parents FROM done;
   ELSE
     -- Uncapped: no lookup of the old row (a job that holds a slot anyway, from a cap since
     -- lifted, frees it through the trigger).
@@ -542,9 +582,15 @@ BEGIN
                                      AND j.started_at < v_grant_until THEN NULL ELSE j.start_reserved END
       FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
       WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
-      RETURNING j.id
+      RETURNING j.id, j.queue, j.has_children
     )
-    SELECT coalesce(array_agg(done.id), '{}') INTO v_done FROM done;
+    SELECT coalesce(array_agg(done.id), '{}'), coalesce(array_agg(done.queue), '{}'),
+           coalesce(array_agg(done.id) FILTER (WHERE done.has_children), '{}')
+    INTO v_done, v_done_queues, v_parents FROM done;
+  END IF;
+  -- Announced, and their children released (events.sql, flow.sql).
+  IF cardinality(v_done) > 0 THEN
+    PERFORM :SCHEMA.job_ends(v_done, v_done_queues, array_fill('completed'::text, ARRAY[cardinality(v_done)]), v_parents, v_now, p_notify);
   END IF;
 
   IF cardinality(p_move_ids) > 0 THEN

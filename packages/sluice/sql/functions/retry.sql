@@ -20,15 +20,21 @@
 -- appended to its error history: the error given (p_errors[i], else p_error) with the
 -- attempt, start and end times and the worker. Wakes the dead-letter queues that got a job, and the queues
 -- jobs left: all of them with p_wake_all (a swept job may be due at once), else only those
--- whose claimers wait for a slot or a key's room (a retried job is due later).
+-- whose claimers wait for a slot or a key's room (a retried job is due later). Announces
+-- the ends (failed, dead, cancelled; events.sql) and releases the children of jobs ended
+-- dead or cancelled (flow.sql).
 CREATE OR REPLACE FUNCTION :SCHEMA.retry_or_dead(
   p_ids bigint[], p_tokens uuid[], p_errors jsonb[], p_error jsonb, p_now timestamptz,
   p_notify boolean, p_wake_all boolean, p_discard boolean[] DEFAULT NULL, p_snooze_ms integer[] DEFAULT NULL)
 RETURNS SETOF :SCHEMA.job LANGUAGE plpgsql AS $$
 DECLARE
   v_now timestamptz := coalesce(p_now, now());
+  v_rows :SCHEMA.job[];
+  v_ids bigint[];
+  v_queues text[];
+  v_events text[];
+  v_parents bigint[];
 BEGIN
-  RETURN QUERY
   WITH input AS (
     SELECT * FROM unnest(p_ids, p_tokens, p_errors, p_discard, p_snooze_ms) AS c(id, token, error, discard, snooze_ms)
   ), failed AS (
@@ -71,5 +77,22 @@ BEGIN
             AND (p_wake_all OR q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL))
            OR q.name IN (SELECT queue FROM dead_lettered))
   )
-  SELECT f.* FROM failed f, (SELECT count(*) FROM woken) w;
+  SELECT coalesce(array_agg(ROW(f.*):::SCHEMA.job), '{}') INTO v_rows
+  FROM failed f, (SELECT count(*) FROM woken) w;
+
+  -- Announced (a snooze is not an end), and the children of jobs ended dead or cancelled
+  -- released (events.sql, flow.sql).
+  SELECT coalesce(array_agg(r.id) FILTER (WHERE e.event IS NOT NULL), '{}'),
+         coalesce(array_agg(r.queue) FILTER (WHERE e.event IS NOT NULL), '{}'),
+         coalesce(array_agg(e.event) FILTER (WHERE e.event IS NOT NULL), '{}'),
+         coalesce(array_agg(r.id) FILTER (WHERE r.has_children AND r.state IN ('dead', 'cancelled')), '{}')
+  INTO v_ids, v_queues, v_events, v_parents
+  FROM unnest(v_rows) r
+  LEFT JOIN unnest(p_ids, p_snooze_ms) AS c(id, snooze_ms) ON c.id = r.id
+  CROSS JOIN LATERAL (SELECT CASE WHEN r.state = 'cancelled' THEN 'cancelled' WHEN r.state = 'dead' THEN 'dead'
+                                  WHEN c.snooze_ms IS NULL THEN 'failed' END AS event) e;
+  IF cardinality(v_ids) > 0 OR cardinality(v_parents) > 0 THEN
+    PERFORM :SCHEMA.job_ends(v_ids, v_queues, v_events, v_parents, v_now, p_notify);
+  END IF;
+  RETURN QUERY SELECT * FROM unnest(v_rows);
 END $$;

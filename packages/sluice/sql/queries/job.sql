@@ -4,28 +4,39 @@
 -- name: JobSend
 SELECT id, deduplicated FROM :SCHEMA.send($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
 
+-- name: JobSendAfter
+-- A job with parents (send_after, sql/functions/flow.sql).
+SELECT id, deduplicated FROM :SCHEMA.send_after($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14);
+
 -- name: JobSendMany
 SELECT ord, id, deduplicated FROM :SCHEMA.send_many($1, $2, $3, $4);
 
 -- name: JobGet
 SELECT * FROM :SCHEMA.job WHERE id = $1;
 
+-- name: JobParents
+-- A job's parents with their results, as its handler sees them.
+SELECT l.parent_id AS id, p.queue, p.state, p.result
+FROM :SCHEMA.job_parent l LEFT JOIN :SCHEMA.job p ON p.id = l.parent_id
+WHERE l.child_id = $1
+ORDER BY l.parent_id;
+
+-- name: JobParentsMany
+-- The parents of several jobs (a worker's claimed batch), with their results.
+SELECT l.child_id, l.parent_id AS id, p.queue, p.state, p.result
+FROM :SCHEMA.job_parent l LEFT JOIN :SCHEMA.job p ON p.id = l.parent_id
+WHERE l.child_id = ANY ($1::bigint[])
+ORDER BY l.child_id, l.parent_id;
+
+-- name: JobChildren
+SELECT c.id, c.queue, c.state
+FROM :SCHEMA.job_parent l JOIN :SCHEMA.job c ON c.id = l.child_id
+WHERE l.parent_id = $1
+ORDER BY c.id;
+
 -- name: JobCancel
--- A pending job is cancelled at once. An active one is asked to stop: it keeps its lease,
--- cap slot and key's room until its handler returns, and its worker hears of it at once on
--- the cancel channel (src/worker/executor.ts); retry_or_dead and JobRelease then end it
--- cancelled (sql/functions/retry.sql), a completion still completes it.
-WITH changed AS (
-  UPDATE :SCHEMA.job
-  SET state = CASE WHEN state = 'pending' THEN 'cancelled' ELSE state END,
-      finished_at = CASE WHEN state = 'pending' THEN coalesce($2::timestamptz, now()) END,
-      cancel_requested_at = coalesce(cancel_requested_at, $2::timestamptz, now())
-  WHERE id = $1 AND state IN ('pending', 'active')
-  RETURNING *
-), told AS (
-  SELECT pg_notify(':CANCEL_CHANNEL', c.id::text) FROM changed c WHERE c.state = 'active'
-)
-SELECT c.* FROM changed c, (SELECT count(*) FROM told) t;
+-- Cancelled at once when waiting or pending; asked to stop when active (sql/functions/cancel.sql).
+SELECT * FROM :SCHEMA.cancel_job($1, $2::timestamptz);
 
 -- name: JobReplay
 -- Dead or cancelled jobs go back to pending with their attempts reset; their error

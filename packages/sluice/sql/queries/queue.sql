@@ -55,6 +55,7 @@ SELECT pg_notify(':CHANNEL', $1);
 SELECT
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'pending' AND run_at <= coalesce($2::timestamptz, now())) AS ready,
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'pending' AND run_at > coalesce($2::timestamptz, now())) AS scheduled,
+  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND waiting_parents IS NOT NULL AND state = 'waiting') AS waiting,
   -- Jobs claimed ahead on a capped queue wait for a slot (slot 0, sql/functions/slots.sql): not active yet.
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'active' AND slot IS DISTINCT FROM 0) AS active,
   (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'active' AND slot = 0) AS claimed_ahead,
@@ -78,6 +79,7 @@ SELECT q.name, q.concurrency, q.paused, q.rate_count, q.budget_units,
   u.window_starts AS rate_window_starts, u.window_units AS budget_window_units, u.held AS rate_held_jobs,
   (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= now()) AS ready,
   (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at > now()) AS scheduled,
+  (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.waiting_parents IS NOT NULL AND j.state = 'waiting') AS waiting,
   (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'active' AND j.slot IS DISTINCT FROM 0) AS active,
   (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'active' AND j.slot = 0) AS claimed_ahead,
   (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'dead') AS dead,

@@ -12,22 +12,8 @@
 SELECT * FROM :SCHEMA.lone_claim($1, $2, $3, $4, $5);
 
 -- name: JobCompleteMany
--- Capped queues get one wake-up per batch, so claimers waiting on the cap try again.
-WITH input AS (
-  SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::jsonb[]) AS c(id, token, result)
-), done AS (
-  UPDATE :SCHEMA.job j
-  SET state = 'completed', finished_at = coalesce($4::timestamptz, now()), result = c.result,
-      lease_token = NULL, lease_expires_at = NULL
-  FROM input c
-  WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
-  RETURNING j.id, j.queue, j.started_at, j.run_at
-), woken AS (
-  SELECT pg_notify(':CHANNEL', q.name) FROM :SCHEMA.queue q
-  WHERE $5::boolean AND q.name IN (SELECT DISTINCT d.queue FROM done d)
-    AND (q.concurrency IS NOT NULL OR q.per_key_concurrency IS NOT NULL)
-)
-SELECT d.id, d.queue FROM done d, (SELECT count(*) FROM woken) w;
+-- Completions fenced by their lease tokens (complete_many, sql/functions/claim.sql).
+SELECT id, queue FROM :SCHEMA.complete_many($1, $2, $3, $4, $5);
 
 -- name: JobFailMany
 -- Failures reported by workers, fenced by their lease tokens: retried or dead (retry_or_dead,
@@ -37,16 +23,8 @@ SELECT * FROM :SCHEMA.retry_or_dead($1::bigint[], $2::uuid[], $3::jsonb[], NULL,
                                     $6::boolean[], $7::integer[]);
 
 -- name: JobRelease
--- Give a job back at shutdown without counting the interrupted attempt; a job whose cancel
--- was asked for ends cancelled instead.
-UPDATE :SCHEMA.job
-SET state = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END:::SCHEMA.job_state,
-    attempts = CASE WHEN cancel_requested_at IS NULL THEN greatest(attempts - 1, 0) ELSE attempts END,
-    run_at = CASE WHEN cancel_requested_at IS NULL THEN coalesce($3::timestamptz, now()) ELSE run_at END,
-    finished_at = CASE WHEN cancel_requested_at IS NOT NULL THEN coalesce($3::timestamptz, now()) END,
-    lease_token = NULL, lease_expires_at = NULL
-WHERE id = $1 AND lease_token = $2 AND state = 'active'
-RETURNING id;
+-- Give a job back at shutdown (release_job, sql/functions/cancel.sql).
+SELECT id FROM :SCHEMA.release_job($1, $2, $3::timestamptz) AS r(id);
 
 -- name: JobHeartbeat
 -- Extend the lease by $3 seconds, or by the queue's lease when $3 is NULL; says whether a

@@ -5,7 +5,7 @@
  */
 import pg from 'pg';
 import { sqlFor, type SqlSet } from './sql.js';
-import { KeyLimitError, QueueFullError, QueueNotFoundError } from '../errors.js';
+import { KeyLimitError, ParentNotFoundError, QueueFullError, QueueNotFoundError } from '../errors.js';
 
 /** Anything that can run a query: a pool, a pooled client, or the caller's own client. */
 export interface Queryable {
@@ -168,7 +168,7 @@ interface PgError {
 }
 
 /**
- * Map the SL-class SQLSTATEs raised by sql/functions/send.sql to the library's typed
+ * Map the SL-class SQLSTATEs raised by sql/functions/send.sql and flow.sql to the library's typed
  * errors, from the fields the functions give in DETAIL (JSON) and HINT (the retry delay),
  * never from the message's words.
  */
@@ -176,7 +176,7 @@ export function translate(err: unknown): unknown {
   const e = err as PgError;
   if (typeof e?.code !== 'string' || !e.code.startsWith('SL')) return err;
   const retryAfter = Number(e.hint ?? '5') || 5;
-  let fields: { queue?: string; key?: string; limit?: number };
+  let fields: { queue?: string; key?: string; limit?: number; jobIds?: string[] };
   try {
     fields = JSON.parse(e.detail ?? '{}') as typeof fields;
   } catch {
@@ -190,6 +190,8 @@ export function translate(err: unknown): unknown {
       return new QueueFullError(queue, retryAfter, e.message, fields.limit);
     case 'SL429':
       return new KeyLimitError(queue, fields.key ?? '', retryAfter, e.message, fields.limit);
+    case 'SL422':
+      return new ParentNotFoundError(queue, fields.jobIds ?? [], e.message);
     default:
       return err;
   }

@@ -1,10 +1,12 @@
 /**
- * One LISTEN connection per Sluice instance, shared by its workers, on two channels: the
- * queue channel, whose payload is a queue name (its subscribers are woken), and the cancel
- * channel, whose payload is the id of a running job asked to stop. The connection
- * reconnects with capped exponential backoff, and after every (re)connect all subscribers
- * are woken, and cancel subscribers told to look for themselves (`null`), since
- * notifications sent while it was down are lost. Polling and heartbeats stay the backstop.
+ * One LISTEN connection per Sluice instance, shared by its workers, on up to three
+ * channels: the queue channel, whose payload is a queue name (its subscribers are woken);
+ * the cancel channel, whose payload is the id of a running job asked to stop; and, only
+ * while someone waits for results or follows events, the events channel, whose payload
+ * announces jobs' ends (sql/functions/events.sql). The connection reconnects with capped
+ * exponential backoff, and after every (re)connect all subscribers are woken, and cancel
+ * and event subscribers told to look for themselves (`null`), since notifications sent
+ * while it was down are lost. Polling and heartbeats stay the backstop.
  */
 import pg from 'pg';
 import type { Logger } from '../types.js';
@@ -12,20 +14,36 @@ import type { Logger } from '../types.js';
 type Wake = () => void;
 /** A job's id, or `null`: notifications may have been missed, look up what is running. */
 type OnCancel = (jobId: string | null) => void;
+/** Jobs' ends (one payload of the events channel), or `null`: some may have been missed. */
+export interface JobEnds {
+  event: 'completed' | 'failed' | 'dead' | 'cancelled';
+  queue: string;
+  at: Date;
+  ids: string[];
+}
+type OnEvents = (ends: JobEnds | null) => void;
 
 export class Listener {
   private client: pg.Client | null = null;
   private readonly subscribers = new Map<string, Set<Wake>>();
   private readonly cancelSubscribers = new Set<OnCancel>();
+  private readonly eventSubscribers = new Set<OnEvents>();
+  /** Whether the current connection listens on the events channel (`pending`: LISTEN sent). */
+  private eventsState: 'off' | 'pending' | 'on' = 'off';
+  /** Callers of `eventsReady()` waiting for the events channel to be listened on. */
+  private eventsWaiters: (() => void)[] = [];
   private stopped = false;
   private connecting: Promise<void> | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private failures = 0;
+  /** Whether a connection was up before: only a reconnect can have missed events. */
+  private everConnected = false;
 
   constructor(
     private readonly config: pg.ClientConfig,
     private readonly channel: string,
     private readonly cancelChannel: string,
+    private readonly eventsChannel: string,
     private readonly logger: Logger,
   ) {}
 
@@ -50,6 +68,45 @@ export class Listener {
     };
   }
 
+  /**
+   * Tell `fn` of jobs' ends, from any process. The events channel is listened on from the
+   * first subscriber to the last; `eventsReady()` says when notifications reach `fn`.
+   */
+  onEvents(fn: OnEvents): () => void {
+    this.eventSubscribers.add(fn);
+    this.ensureConnected();
+    if (this.client && this.eventsState === 'off') void this.listenEvents(this.client);
+    return () => {
+      this.eventSubscribers.delete(fn);
+      if (this.eventSubscribers.size === 0 && this.client && this.eventsState === 'on') {
+        this.eventsState = 'off';
+        this.client.query(`UNLISTEN ${quoted(this.eventsChannel)}`).catch(() => undefined);
+      }
+    };
+  }
+
+  /** Resolves once the events channel is listened on (after a reconnect, too). */
+  eventsReady(): Promise<void> {
+    if (this.eventsState === 'on') return Promise.resolve();
+    return new Promise((resolve) => this.eventsWaiters.push(resolve));
+  }
+
+  private async listenEvents(client: pg.Client): Promise<void> {
+    this.eventsState = 'pending';
+    try {
+      await client.query(`LISTEN ${quoted(this.eventsChannel)}`);
+    } catch {
+      // The connection failed: its loss reconnects, and listens again.
+      if (this.client === client) this.eventsState = 'off';
+      return;
+    }
+    if (this.client !== client) return;
+    this.eventsState = 'on';
+    const waiters = this.eventsWaiters;
+    this.eventsWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
   private ensureConnected(): void {
     if (this.stopped || this.client || this.connecting || this.retryTimer) return;
     this.connecting = this.connect().finally(() => {
@@ -65,13 +122,16 @@ export class Listener {
         for (const fn of this.subscribers.get(msg.payload) ?? []) fn();
       } else if (msg.channel === this.cancelChannel) {
         for (const fn of this.cancelSubscribers) fn(msg.payload);
+      } else if (msg.channel === this.eventsChannel) {
+        const ends = parseEnds(msg.payload);
+        if (ends) for (const fn of this.eventSubscribers) fn(ends);
       }
     });
     client.on('error', (err) => this.onLost(client, err));
     client.on('end', () => this.onLost(client, new Error('connection ended')));
     try {
       await client.connect();
-      for (const channel of [this.channel, this.cancelChannel]) await client.query(`LISTEN "${channel.replace(/"/g, '""')}"`);
+      for (const channel of [this.channel, this.cancelChannel]) await client.query(`LISTEN ${quoted(channel)}`);
     } catch (err) {
       client.end().catch(() => undefined);
       this.scheduleRetry(err);
@@ -83,12 +143,16 @@ export class Listener {
     }
     this.client = client;
     this.failures = 0;
-    this.wakeAll();
+    this.eventsState = 'off';
+    if (this.eventSubscribers.size > 0) await this.listenEvents(client);
+    this.wakeAll(this.everConnected);
+    this.everConnected = true;
   }
 
   private onLost(client: pg.Client, err: unknown): void {
     if (this.client !== client) return;
     this.client = null;
+    this.eventsState = 'off';
     client.end().catch(() => undefined);
     if (!this.stopped) this.scheduleRetry(err);
   }
@@ -105,9 +169,10 @@ export class Listener {
     this.retryTimer.unref();
   }
 
-  private wakeAll(): void {
+  private wakeAll(reconnected: boolean): void {
     for (const set of this.subscribers.values()) for (const fn of set) fn();
     for (const fn of this.cancelSubscribers) fn(null);
+    if (reconnected) for (const fn of this.eventSubscribers) fn(null);
   }
 
   async stop(): Promise<void> {
@@ -117,5 +182,20 @@ export class Listener {
     const client = this.client;
     this.client = null;
     await client?.end().catch(() => undefined);
+  }
+}
+
+function quoted(channel: string): string {
+  return `"${channel.replace(/"/g, '""')}"`;
+}
+
+/** A payload of the events channel; anything else (not ours) is ignored. */
+function parseEnds(payload: string): JobEnds | null {
+  try {
+    const p = JSON.parse(payload) as { e?: unknown; q?: unknown; at?: unknown; ids?: unknown };
+    if (typeof p.e !== 'string' || typeof p.q !== 'string' || !Array.isArray(p.ids)) return null;
+    return { event: p.e as JobEnds['event'], queue: p.q, at: new Date(Number(p.at)), ids: p.ids.map(String) };
+  } catch {
+    return null;
   }
 }

@@ -5,7 +5,7 @@
  * A query file holds statements headed by `-- name: NounVerb`. The only text ever
  * substituted into SQL is the validated schema name (`:SCHEMA` as a quoted identifier,
  * `:SCHEMA_NAME` inside string literals) and the notification channels derived from it
- * (`:CHANNEL`, `:CANCEL_CHANNEL`); every value is a `$n` bind parameter.
+ * (`:CHANNEL`, `:CANCEL_CHANNEL`, `:EVENTS_CHANNEL`); every value is a `$n` bind parameter.
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -37,12 +37,18 @@ export function cancelChannelOf(schema: string): string {
   return `sluice-cancel:${schema}`;
 }
 
+/** The channel on which jobs' ends are announced (sql/functions/events.sql): the payload is JSON. */
+export function eventsChannelOf(schema: string): string {
+  return `sluice-events:${schema}`;
+}
+
 function substitute(text: string, schema: string): string {
   return text
     .replace(/:SCHEMA_NAME\b/g, schema)
     .replace(/:SCHEMA\b/g, `"${schema}"`)
     .replace(/:CHANNEL\b/g, channelOf(schema))
-    .replace(/:CANCEL_CHANNEL\b/g, cancelChannelOf(schema));
+    .replace(/:CANCEL_CHANNEL\b/g, cancelChannelOf(schema))
+    .replace(/:EVENTS_CHANNEL\b/g, eventsChannelOf(schema));
 }
 
 function parseQueryFile(source: string, file: string, into: Map<string, string>): void {

@@ -8,8 +8,8 @@
  */
 import { databaseUnavailable, type Db, type Queryable } from '../db/db.js';
 import { AdmissionUnavailableError, InvalidStateError, JobNotFoundError, LeaseLostError, QueueNotFoundError, ValidationError } from '../errors.js';
-import type { ClaimedJob, CompleteOptions, Job, QueueStats, ThroughputBucket, SendManyItem, SendOptions, SendResult } from '../types.js';
-import { toJob, toQueue, toStats } from './rows.js';
+import type { ClaimedJob, CompleteOptions, Job, JobChild, JobParent, QueueStats, ThroughputBucket, SendManyItem, SendOptions, SendResult } from '../types.js';
+import { toJob, toParent, toQueue, toStats } from './rows.js';
 import { serializePayload, validateCompleteOptions, validateInt, validateJobId, validateQueueName, validateSendOptions, validateStorableText, validateWorkerId, storableText } from './validate.js';
 import type { Waker } from './waker.js';
 
@@ -58,11 +58,10 @@ export class Jobs {
       inside = client !== undefined || this.sendsInFlight === 0;
       this.sendsInFlight++;
       try {
-        [row] = await this.db.run(
-          'JobSend',
-          [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), this.config.notify && inside, o.cost, o.timeoutMs],
-          client as Queryable | undefined,
-        );
+        const args = [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), this.config.notify && inside, o.cost, o.timeoutMs];
+        [row] = o.dependsOn
+          ? await this.db.run('JobSendAfter', [o.dependsOn, o.onParentFailure, ...args], client as Queryable | undefined)
+          : await this.db.run('JobSend', args, client as Queryable | undefined);
       } finally {
         this.sendsInFlight--;
       }
@@ -204,8 +203,23 @@ export class Jobs {
     return row ? toJob<T>(row) : null;
   }
 
+  /** A job's parents (`dependsOn`), with their states and results; empty for a job without parents. */
+  async parents(id: string): Promise<JobParent[]> {
+    const jobId = checkId(id);
+    await this.ready();
+    return (await this.db.run('JobParents', [jobId])).map(toParent);
+  }
+
+  /** The jobs sent with this one in their `dependsOn`. */
+  async children(id: string): Promise<JobChild[]> {
+    const jobId = checkId(id);
+    await this.ready();
+    return (await this.db.run('JobChildren', [jobId])).map((r) => ({ id: String(r.id), queue: r.queue, state: r.state }));
+  }
+
   /**
-   * Cancel a pending job (cancelled at once), or ask an active one to stop: its handler's
+   * Cancel a waiting or pending job (cancelled at once, its children released as for a
+   * cancelled parent), or ask an active one to stop: its handler's
    * signal aborts (its worker hears at once), and the job keeps its lease, cap slot and
    * key's room until the handler returns; it then ends cancelled, unless the handler
    * completed it anyway. Returns the job as it is now.
@@ -215,7 +229,7 @@ export class Jobs {
     await this.ready();
     const [row] = await this.db.run('JobCancel', [jobId, this.config.now()]);
     if (row) return toJob(row);
-    throw await this.explain(jobId, 'cancel', 'pending or active');
+    throw await this.explain(jobId, 'cancel', 'waiting, pending or active');
   }
 
   /** Send a dead or cancelled job back to pending, attempts reset, history kept. */

@@ -1,5 +1,5 @@
 /** Row → public type mapping, in one place (snake_case columns → camelCase fields). */
-import type { Job, Queue, QueueStats } from '../types.js';
+import type { Job, JobParent, Queue, QueueStats } from '../types.js';
 
 export function toJob<T = unknown>(r: any): Job<T> {
   return {
@@ -23,7 +23,13 @@ export function toJob<T = unknown>(r: any): Job<T> {
     startedAt: r.started_at,
     finishedAt: r.finished_at,
     cancelRequestedAt: r.cancel_requested_at ?? null,
+    waitingParents: r.waiting_parents ?? null,
+    onParentFailure: r.on_parent_failure ?? null,
   };
+}
+
+export function toParent(r: any): JobParent {
+  return { id: String(r.id), queue: r.queue ?? null, state: r.state ?? null, result: r.result ?? null };
 }
 
 const TIMESTAMP_COLUMNS = ['run_at', 'lease_expires_at', 'created_at', 'started_at', 'finished_at', 'cancel_requested_at'];
@@ -73,6 +79,7 @@ export function toStats(queue: Queue, r: any): QueueStats {
     queue: queue.name,
     ready: Number(r.ready),
     scheduled: Number(r.scheduled),
+    waiting: Number(r.waiting),
     active: Number(r.active),
     claimedAhead: Number(r.claimed_ahead),
     completed: Number(r.completed),

@@ -172,7 +172,8 @@ function validateWindow(value: unknown, field: string, amountField: 'count' | 'u
   return { amount, periodMs };
 }
 
-const SEND_FIELDS = new Set(['key', 'singletonKey', 'runAt', 'delayMs', 'priority', 'maxAttempts', 'cost', 'timeoutMs', 'client']);
+const SEND_FIELDS = new Set(['key', 'singletonKey', 'runAt', 'delayMs', 'priority', 'maxAttempts', 'cost', 'timeoutMs', 'dependsOn', 'onParentFailure', 'client']);
+const MAX_PARENTS = 1000;
 
 export interface CheckedSendOptions {
   key: string | null;
@@ -183,6 +184,8 @@ export interface CheckedSendOptions {
   maxAttempts: number | null;
   cost: number | null;
   timeoutMs: number | null;
+  dependsOn: string[] | null;
+  onParentFailure: 'cancel' | 'run';
 }
 
 export function validateSendOptions(opts: Omit<SendOptions, 'client'> | undefined, allowed = SEND_FIELDS): CheckedSendOptions {
@@ -213,7 +216,24 @@ export function validateSendOptions(opts: Omit<SendOptions, 'client'> | undefine
     maxAttempts: validateInt(o.maxAttempts, 'maxAttempts', { min: 1, max: 1000 }),
     cost: validateInt(o.cost, 'cost', { min: 1, max: MAX_INT }),
     timeoutMs: validateInt(o.timeoutMs, 'timeoutMs', { min: 1, max: MAX_INT }),
+    ...validateParents(o.dependsOn, o.onParentFailure),
   };
+}
+
+/** `dependsOn` (job ids, at least one, at most MAX_PARENTS) and `onParentFailure`, which needs it. */
+function validateParents(dependsOn: unknown, onParentFailure: unknown): { dependsOn: string[] | null; onParentFailure: 'cancel' | 'run' } {
+  if (onParentFailure !== undefined && onParentFailure !== null && onParentFailure !== 'cancel' && onParentFailure !== 'run') {
+    throw new ValidationError(`onParentFailure must be 'cancel' or 'run', got ${JSON.stringify(onParentFailure)}`, 'onParentFailure');
+  }
+  const policy = (onParentFailure ?? 'cancel') as 'cancel' | 'run';
+  if (dependsOn === undefined || dependsOn === null) {
+    if (onParentFailure != null) throw new ValidationError('onParentFailure needs dependsOn', 'onParentFailure');
+    return { dependsOn: null, onParentFailure: policy };
+  }
+  if (!Array.isArray(dependsOn) || dependsOn.length === 0 || dependsOn.length > MAX_PARENTS) {
+    throw new ValidationError(`dependsOn must be an array of 1 to ${MAX_PARENTS} job ids`, 'dependsOn');
+  }
+  return { dependsOn: dependsOn.map((id, i) => validateJobId(id, `dependsOn[${i}]`)), onParentFailure: policy };
 }
 
 /** `complete()`'s options: an object with at most a `cost`, an integer ≥ 1. */

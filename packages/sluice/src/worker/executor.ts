@@ -41,7 +41,7 @@
  */
 import type { Db } from '../db/db.js';
 import { LeaseLostError, ValidationError } from '../errors.js';
-import { toJob } from '../queue/rows.js';
+import { toJob, toParent } from '../queue/rows.js';
 import { serializePayload, storableText, validateInt } from '../queue/validate.js';
 import type { Job, Logger } from '../types.js';
 import type { Completer, Failure, Move } from './completer.js';
@@ -418,6 +418,8 @@ export class Executor {
     const { completer } = this.deps;
     const started = performance.now();
     try {
+      // A job sent with parents sees them, with their results (one read, only for such jobs).
+      if (job.onParentFailure !== null) job.parents = (await this.deps.db.run('JobParents', [job.id])).map(toParent);
       const value = await this.deps.handler(job, ctx);
       if (entry.timedOut) throw entry.timedOut;
       if (!entry.released) {

@@ -1,0 +1,195 @@
+// Flows: jobs that wait for their parents. Across real worker processes killed at random,
+// every fan-in job runs only after all its parents completed, completes once, and none is
+// left waiting; a parent that ends dead or cancelled cancels its children (or lets them run,
+// when they ask to); bad flows are refused with nothing written.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { waitFor } from '@sluice/testkit';
+import { FlowInvalidError, ParentNotFoundError, type FlowJob } from '../src/index.js';
+import { forkFixture, makeSluice, sqlClient, testDatabase, uniqueQueue, type ForkedFixture } from './helpers.js';
+
+const FIXTURE = fileURLToPath(new URL('./fixtures/flow-worker.ts', import.meta.url));
+const FLOWS = 1000;
+const FAN_OUT = 10;
+const KILLS = 6;
+
+const flowOf = (n: number, [a, b, c]: string[]): FlowJob[] => [
+  { ref: 'root', queue: a!, data: n },
+  ...Array.from({ length: FAN_OUT }, (_, i) => ({ ref: `child${i}`, queue: b!, data: null, dependsOn: ['root'] })),
+  { ref: 'join', queue: c!, data: null, dependsOn: Array.from({ length: FAN_OUT }, (_, i) => `child${i}`) },
+];
+
+test(`${FLOWS} flows (a root, ${FAN_OUT} children, a fan-in) across 4 worker processes, ${KILLS} of them SIGKILLed: every job runs only after its parents completed, completes once, none is left waiting`, async () => {
+  const db = await testDatabase();
+  const sluice = await makeSluice();
+  const client = await sqlClient();
+  await client.query('CREATE TABLE flow_run (job_id bigint, pid int, parent_states text[], at timestamptz DEFAULT clock_timestamp())');
+  const queues = [uniqueQueue('root'), uniqueQueue('fan'), uniqueQueue('join')];
+  // Short leases: a killed worker's jobs come back within seconds (live ones are renewed by heartbeats).
+  for (const q of queues) await sluice.queues.put(q, { leaseSeconds: 2, maxAttempts: 20, backoff: { baseMs: 0, maxMs: 0 } });
+  await sluice.queues.put(queues[1]!, { leaseSeconds: 2, maxAttempts: 20, backoff: { baseMs: 0, maxMs: 0 }, concurrency: 8 });
+
+  const deadlocks = async () =>
+    Number((await client.query('SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()')).rows[0].deadlocks);
+  const deadlocksBefore = await deadlocks();
+  const spawn = () => forkFixture<{ type: string }>(FIXTURE, { url: db.url, queues, concurrency: 4, maintenanceIntervalMs: 500 });
+  const workers: ForkedFixture<{ type: string }>[] = await Promise.all(Array.from({ length: 4 }, spawn));
+
+  // Flows are created while the workers run, 8 at a time.
+  const joins: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next < FLOWS) {
+        const n = next++;
+        const ids = await sluice.flow(flowOf(n, queues));
+        joins[n] = ids.join!.id;
+      }
+    }),
+  );
+
+  const completed = async () =>
+    (await client.query("SELECT count(*)::int AS n FROM sluice.job WHERE queue = ANY ($1) AND state = 'completed'", [queues])).rows[0].n as number;
+  const total = FLOWS * (FAN_OUT + 2);
+  for (let kill = 1; kill <= KILLS; kill++) {
+    await waitFor(async () => (await completed()) >= (total * kill) / (KILLS + 2), { timeoutMs: 240_000, message: `kill ${kill}` });
+    const victim = workers.splice(Math.floor(Math.random() * workers.length), 1)[0]!;
+    victim.proc.kill('SIGKILL');
+    await once(victim.proc, 'exit');
+    workers.push(await spawn());
+  }
+  await waitFor(async () => (await completed()) === total, { timeoutMs: 300_000, message: 'every job completed' });
+
+  // Each backend reports its statistics once idle (within a second or so): long since, for
+  // all but the last releases.
+  assert.equal(await deadlocks(), deadlocksBefore, 'no deadlock between releases of shared children');
+
+  const states = await client.query('SELECT state, count(*)::int AS n FROM sluice.job WHERE queue = ANY ($1) GROUP BY state', [queues]);
+  assert.deepEqual(states.rows, [{ state: 'completed', n: total }], 'nothing waiting, pending, dead or cancelled');
+
+  // Every run of a job with parents (killed runs included) began after its last parent's
+  // completion, and saw every parent completed.
+  const early = await client.query(
+    `SELECT r.job_id FROM flow_run r
+     JOIN sluice.job_parent l ON l.child_id = r.job_id
+     JOIN sluice.job p ON p.id = l.parent_id
+     GROUP BY r.job_id, r.at, r.parent_states
+     HAVING r.at <= max(p.finished_at) OR NOT ('completed' = ALL (r.parent_states)) OR cardinality(r.parent_states) <> count(*)`,
+  );
+  assert.equal(early.rowCount, 0, `runs before their parents completed: ${JSON.stringify(early.rows.slice(0, 5))}`);
+  const lastStart = await client.query(
+    `SELECT c.id FROM sluice.job c JOIN sluice.job_parent l ON l.child_id = c.id JOIN sluice.job p ON p.id = l.parent_id
+     WHERE c.queue = ANY ($1) GROUP BY c.id, c.started_at HAVING c.started_at <= max(p.finished_at)`,
+    [queues],
+  );
+  assert.equal(lastStart.rowCount, 0, 'every start after the last parent completed');
+
+  // Each fan-in ran once, or again only after a run that did not finish (a killed worker's:
+  // each further run is a further attempt), and its result sums its parents'.
+  const fanIns = await client.query(
+    `SELECT j.id, j.attempts, j.result, (SELECT count(*)::int FROM flow_run r WHERE r.job_id = j.id) AS runs
+     FROM sluice.job j WHERE j.id = ANY ($1::bigint[])`,
+    [joins],
+  );
+  assert.equal(fanIns.rowCount, FLOWS);
+  for (const j of fanIns.rows) {
+    assert.ok(j.runs >= 1 && j.runs <= j.attempts, `fan-in ${j.id}: ${j.runs} runs in ${j.attempts} attempts`);
+  }
+  const wrong = await client.query(
+    `SELECT j.id FROM sluice.job j JOIN sluice.job_parent l ON l.child_id = j.id JOIN sluice.job root ON root.id = (
+       SELECT l2.parent_id FROM sluice.job_parent l2 WHERE l2.child_id = l.parent_id LIMIT 1)
+     WHERE j.id = ANY ($1::bigint[]) GROUP BY j.id, j.result, root.data
+     HAVING j.result::int <> $2 * (root.data::int + 1) + 1`,
+    [joins, FAN_OUT],
+  );
+  assert.equal(wrong.rowCount, 0, 'each fan-in read its parents results');
+  const retried = fanIns.rows.filter((j) => j.attempts > 1).length;
+  const runsBeforeKills = await client.query('SELECT count(DISTINCT pid)::int AS n FROM flow_run');
+  assert.ok(runsBeforeKills.rows[0].n >= 4 + 1, 'the killed workers ran jobs too');
+  console.log(`# ${FLOWS} flows, ${KILLS} kills: ${retried} fan-ins needed another attempt`);
+
+  for (const w of workers) w.proc.kill('SIGTERM');
+});
+
+test('a dead parent cancels its children and theirs; under onParentFailure: run they run; a cancelled waiting job releases its children', async () => {
+  await testDatabase();
+  const sluice = await makeSluice();
+  const q = uniqueQueue('dead-parent');
+  await sluice.queues.put(q, { maxAttempts: 1 });
+
+  const flow = await sluice.flow([
+    { ref: 'root', queue: q, data: 'fails' },
+    { ref: 'a', queue: q, data: 'a', dependsOn: ['root'] },
+    { ref: 'b', queue: q, data: 'b', dependsOn: ['root'], onParentFailure: 'run' },
+    { ref: 'c', queue: q, data: 'c', dependsOn: ['a'] },
+    { ref: 'd', queue: q, data: 'd', dependsOn: ['a', 'b'], onParentFailure: 'run' },
+  ]);
+  for (const ref of ['a', 'b', 'c', 'd']) assert.equal((await sluice.get(flow[ref]!.id))!.state, 'waiting', ref);
+  assert.equal((await sluice.stats(q)).waiting, 4);
+  assert.deepEqual((await sluice.children(flow.root!.id)).map((c) => c.id).sort(), [flow.a!.id, flow.b!.id].sort());
+
+  const ran: string[] = [];
+  const worker = sluice.work(q, { pollIntervalMs: 50 }, async (job) => {
+    ran.push(job.data as string);
+    if (job.data === 'fails') throw new Error('root fails');
+    return job.parents?.map((p) => p.state).join(',') ?? null;
+  });
+  await waitFor(async () => (await sluice.get(flow.d!.id))!.state === 'completed', { timeoutMs: 30_000, message: 'd ran' });
+  await worker.stop();
+
+  const a = (await sluice.get(flow.a!.id))!;
+  assert.equal(a.state, 'cancelled');
+  assert.equal(a.errors.at(-1)!.name, 'ParentFailed');
+  assert.match(a.errors.at(-1)!.message, new RegExp(`parent job ${flow.root!.id} ended dead`));
+  assert.equal((await sluice.get(flow.c!.id))!.state, 'cancelled', 'a cancelled parent cancels its children in turn');
+  assert.equal((await sluice.get(flow.b!.id))!.result, 'dead', 'b ran, and saw its parent dead');
+  assert.equal((await sluice.get(flow.d!.id))!.result, 'cancelled,completed', 'd ran after a (cancelled) and b');
+  assert.deepEqual(ran.sort(), ['b', 'd', 'fails']);
+
+  // A parent that ended before the send: counted at once.
+  const done = await sluice.send(q, 'x', { dependsOn: [flow.b!.id] });
+  assert.equal((await sluice.get(done.id))!.state, 'pending');
+  const dead = await sluice.send(q, 'y', { dependsOn: [flow.root!.id] });
+  assert.equal((await sluice.get(dead.id))!.state, 'cancelled');
+
+  // Cancelling a waiting job cancels its children.
+  const blocker = await sluice.send(q, 'later', { delayMs: 3_600_000 });
+  const w1 = await sluice.send(q, 'w1', { dependsOn: [blocker.id] });
+  const w2 = await sluice.send(q, 'w2', { dependsOn: [w1.id] });
+  assert.equal((await sluice.cancel(w1.id)).state, 'cancelled');
+  assert.equal((await sluice.get(w2.id))!.state, 'cancelled');
+});
+
+test('bad flows and unknown parents are refused, and nothing is written', async () => {
+  await testDatabase();
+  const sluice = await makeSluice();
+  const client = await sqlClient();
+  const q = uniqueQueue('bad-flow');
+  await sluice.queues.put(q, {});
+  const count = async () => (await client.query('SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1', [q])).rows[0].n;
+
+  await assert.rejects(
+    sluice.flow([
+      { ref: 'a', queue: q, data: 1, dependsOn: ['c'] },
+      { ref: 'b', queue: q, data: 2, dependsOn: ['a'] },
+      { ref: 'c', queue: q, data: 3, dependsOn: ['b'] },
+    ]),
+    (err: unknown) => err instanceof FlowInvalidError && err.code === 'flow_invalid' && /cycle: a → c → b → a/.test(err.message),
+  );
+  await assert.rejects(sluice.flow([{ ref: 'a', queue: q, data: 1, dependsOn: ['nope'] }]), FlowInvalidError);
+  await assert.rejects(sluice.flow([{ ref: 'a', queue: q, data: 1 }, { ref: 'a', queue: q, data: 2 }]), FlowInvalidError);
+  // The first job is written before the unknown parent is found: the transaction takes it back.
+  await assert.rejects(
+    sluice.flow([
+      { ref: 'a', queue: q, data: 1 },
+      { ref: 'b', queue: q, data: 2, dependsOn: ['a', { jobId: '987654321' }] },
+    ]),
+    (err: unknown) => err instanceof ParentNotFoundError && err.code === 'parent_not_found' && err.jobIds.join() === '987654321',
+  );
+  await assert.rejects(sluice.send(q, 1, { dependsOn: ['987654321'] }), ParentNotFoundError);
+  await assert.rejects(sluice.send(q, 1, { dependsOn: [] }), /dependsOn must be an array of 1 to 1000 job ids/);
+  await assert.rejects(sluice.send(q, 1, { onParentFailure: 'run' }), /onParentFailure needs dependsOn/);
+  assert.equal(await count(), 0);
+});
