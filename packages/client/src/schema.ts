@@ -193,7 +193,7 @@ export interface paths {
                             /** @description queue name (the library checks its characters) */
                             queue?: string;
                             /** @enum {string} */
-                            state?: "pending" | "active" | "completed" | "cancelled" | "dead";
+                            state?: "waiting" | "pending" | "active" | "completed" | "cancelled" | "dead";
                             /** @description the payload */
                             data?: unknown;
                             /** @description the key per-key limits count by */
@@ -324,7 +324,7 @@ export interface paths {
                             /** @description queue name (the library checks its characters) */
                             queue?: string;
                             /** @enum {string} */
-                            state?: "pending" | "active" | "completed" | "cancelled" | "dead";
+                            state?: "waiting" | "pending" | "active" | "completed" | "cancelled" | "dead";
                             /** @description the payload */
                             data?: unknown;
                             /** @description the key per-key limits count by */
@@ -453,7 +453,7 @@ export interface paths {
                             /** @description queue name (the library checks its characters) */
                             queue?: string;
                             /** @enum {string} */
-                            state?: "pending" | "active" | "completed" | "cancelled" | "dead";
+                            state?: "waiting" | "pending" | "active" | "completed" | "cancelled" | "dead";
                             /** @description the payload */
                             data?: unknown;
                             /** @description the key per-key limits count by */
@@ -594,7 +594,7 @@ export interface paths {
                                 /** @description queue name (the library checks its characters) */
                                 queue?: string;
                                 /** @enum {string} */
-                                state?: "pending" | "active" | "completed" | "cancelled" | "dead";
+                                state?: "waiting" | "pending" | "active" | "completed" | "cancelled" | "dead";
                                 /** @description the payload */
                                 data?: unknown;
                                 /** @description the key per-key limits count by */
@@ -1013,6 +1013,8 @@ export interface paths {
                                     ready?: number;
                                     /** @description pending, not yet due */
                                     scheduled?: number;
+                                    /** @description waiting for parents to end (dependsOn) */
+                                    waiting?: number;
                                     /** @description leased and running (holding a slot of the cap on a capped queue) */
                                     active?: number;
                                     /** @description claimed ahead by a worker of a capped queue, waiting for a slot */
@@ -1222,6 +1224,8 @@ export interface paths {
                                 ready?: number;
                                 /** @description pending, not yet due */
                                 scheduled?: number;
+                                /** @description waiting for parents to end (dependsOn) */
+                                waiting?: number;
                                 /** @description leased and running (holding a slot of the cap on a capped queue) */
                                 active?: number;
                                 /** @description claimed ahead by a worker of a capped queue, waiting for a slot */
