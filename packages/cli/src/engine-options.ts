@@ -4,11 +4,13 @@ import type { CliIo } from './io.js';
 
 export interface EngineFlags {
   allowUnsandboxed?: boolean;
+  repetitions?: number;
 }
 
 export function engineOptions(flags: EngineFlags, io: CliIo): EngineOptions {
   return {
     allowUnsandboxed: flags.allowUnsandboxed === true || io.env.SLUICE_PROOF_ALLOW_UNSANDBOXED === '1',
+    ...(flags.repetitions !== undefined ? { proofRepetitions: flags.repetitions } : {}),
     database: { adminUrl: io.env.SLUICE_PROOF_ADMIN_URL ?? io.env.DATABASE_URL },
     logger: {
       warn: (obj, msg) => io.err(`warning: ${msg ?? ''} ${JSON.stringify(obj)}\n`),

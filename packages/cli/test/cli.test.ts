@@ -78,6 +78,26 @@ test('a bug that leaves a test passing: NOT ACCEPTED, exit 1, with the reason', 
   }
 });
 
+test('a suite pinned to the source text: NOT ACCEPTED with [judges_text]; the checks are listed', async () => {
+  const other = mkdtempSync(join(tmpdir(), 'sluice-cli-pinned-'));
+  try {
+    for (const file of ['challenge.json', 'sol.py']) writeFileSync(join(other, file), readFileSync(join(dir, file)));
+    const pinned = "def test_written_as_a_plus_b():\n    assert add(2, 2) == 4\n    assert 'return a + b' in open('sol.py').read()\n";
+    writeFileSync(join(other, 'test_sol.py'), `${readFileSync(join(dir, 'test_sol.py'), 'utf8')}${pinned}`);
+    mkdirSync(join(other, 'sabotaged'));
+    writeFileSync(join(other, 'sabotaged', 'sol.py'), 'def add(a, b):\n    return a + b + 1\n');
+    const result = await cli(['prove', other]);
+    assert.equal(result.code, 1, result.out + result.err);
+    assert.match(result.out, /^NOT ACCEPTED: gold: "test_sol\.py::test_written_as_a_plus_b" fails on an equivalent rewrite of gold/);
+    assert.match(result.out, /- \[judges_text\] gold: "test_sol\.py::test_written_as_a_plus_b"/);
+    assert.match(result.out, /checks: each side ran 3× \(seeds 0–2\); gold ran 4× more with tests alone and in reverse order; gold rewritten/);
+    const once = await cli(['prove', other, '--repetitions', '1', '--json']);
+    assert.equal((JSON.parse(once.out) as { checks: { repetitions: number } }).checks.repetitions, 1);
+  } finally {
+    rmSync(other, { recursive: true, force: true });
+  }
+});
+
 test('the sluice binary runs as a process and exits with the verdict', async () => {
   const main = new URL('../src/main.ts', import.meta.url).pathname;
   const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=development', main, 'prove', dir], {

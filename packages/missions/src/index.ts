@@ -10,7 +10,7 @@ export { DEFAULT_CONFIG, GENERATION_QUEUE, PROVING_QUEUE, HOST_CORES, GRADING_QU
 export { DomainMap, DEFAULT_DOMAIN_MAP_PATH, type DomainMapFile } from './domain-map.js';
 export { OfflineGenerator, seededRandom, render, type Generator, type GenerationRequest, type GeneratedChallenge, type OfflineGeneratorOptions } from './generator.js';
 export { CATALOG, catalogDomains, type CatalogEntry } from './catalog/index.js';
-export { Semaphore } from './semaphore.js';
+export { Semaphore } from '@sluice/proof';
 export { gradeSuite } from './grading.js';
 export { migrate } from './db.js';
 export { MissionsError, ProofRejectedError, type MissionsErrorCode } from './errors.js';

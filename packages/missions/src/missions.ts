@@ -10,15 +10,15 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { JobCancelledError, JobDeadError, QueueFullError, ResultTimeoutError, type Job, type Sluice, type Worker } from 'sluice';
-import { runSuite, sabotage, type EngineOptions, type Saboteur, type SourceFiles } from '@sluice/proof';
+import { runSuite, sabotage, Semaphore, type EngineOptions, type Saboteur, type SourceFiles } from '@sluice/proof';
 import { GENERATION_QUEUE, GRADING_DEAD_QUEUE, GRADING_QUEUE, PROVING_QUEUE, REFILL_QUEUE, REFILL_SCHEDULE, resolveConfig, type MissionsConfig, type MissionsConfigInput, type QueueLimits } from './config.js';
 import { migrate, sql } from './db.js';
 import { DomainMap } from './domain-map.js';
 import { MissionsError, ProofRejectedError } from './errors.js';
 import { OfflineGenerator, type GeneratedChallenge, type Generator } from './generator.js';
 import { gradeSuite } from './grading.js';
+import { proofSummary } from './proof-summary.js';
 import { instanceFromRow, missionFromRow, submissionFromRow } from './rows.js';
-import { Semaphore } from './semaphore.js';
 import { probeSandbox } from './sandbox-probe.js';
 import type { DeadGradingJob, GenerationJob, GenerationResult, GradingJob, Instance, Mission, MissionProof, PoolDomainStats, ProofJob, QaStatus, RequestOutcome, RequestProgress, SandboxStatus, Submission } from './types.js';
 import { serveFromPool } from './warm-pool.js';
@@ -321,7 +321,8 @@ export class Missions {
   }
 
   private async storeMission(generationJobId: string, challenge: GeneratedChallenge, found: Awaited<ReturnType<typeof sabotage>>): Promise<string> {
-    const proof: MissionProof = { summary: found.verdict!.summary, tests: found.verdict!.tests, attempts: found.attempts };
+    const verdict = found.verdict!;
+    const proof: MissionProof = { summary: proofSummary(verdict.summary, verdict.checks, found.attempts), tests: verdict.tests, attempts: found.attempts, checks: verdict.checks };
     const status: QaStatus = this.config.autoApprove ? 'approved' : 'pending';
     const maxServes = this.domainMap.isTechnical(challenge.domain) ? this.config.retireAfterServesTechnical : this.config.retireAfterServes;
     const inserted = await this.pool.query<{ id: string }>(sql('InsertMission'), [

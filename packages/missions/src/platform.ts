@@ -116,7 +116,8 @@ export function missionsExtension(settings: PlatformSettings, overrides: { gener
     },
     async start({ sluice, databaseUrl, print }) {
       const domainMap = settings.domainMapPath ? DomainMap.load(settings.domainMapPath) : DomainMap.load();
-      const engine: EngineOptions = overrides.engine ?? { database: { adminUrl: settings.proofAdminUrl ?? databaseUrl } };
+      // A proof makes several suite runs (repetitions, isolation, a rewrite): together they stay within the proof cap.
+      const engine: EngineOptions = overrides.engine ?? { database: { adminUrl: settings.proofAdminUrl ?? databaseUrl }, maxParallelRuns: settings.proofConcurrency };
       const sandbox = await probeSandbox(engine);
       // Without a sandbox only SQL challenges can be proven (they run inside PostgreSQL):
       // the offline generator draws from those rather than fail every other generation.

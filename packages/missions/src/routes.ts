@@ -6,6 +6,7 @@
  *   GET  /api/instances/:id               the candidate's instance
  *   POST /api/instances/:id/submissions   { files } → 202, graded by a job
  *   GET  /api/submissions/:id             queued | passed | failed, with per-test detail
+ *   GET  /api/submissions/:id/events      server-sent events: the submission now, then once graded
  *   GET  /api/missions?qaStatus=pending   QA (admin): brief, gold, sabotaged, proof
  *   GET  /api/missions/:id                QA (admin)
  *   POST /api/missions/:id/approve|reject { note? } (admin)
@@ -78,6 +79,34 @@ export async function missionsRoutes(app: FastifyInstance, { missions, apiAuth, 
   app.get<{ Params: { id: string } }>('/api/submissions/:id', { onRequest: apiAuth, schema: { params: id } }, (request) =>
     missions.getSubmission(request.params.id),
   );
+
+  // The grade as an event stream, so a candidate's page need not poll: the submission as it
+  // is, then (if still queued) once its grading job has ended, woken by the job's end.
+  // Comments every 15 s keep proxies from closing a quiet stream; a client that goes away
+  // ends the wait.
+  app.get<{ Params: { id: string } }>('/api/submissions/:id/events', { onRequest: apiAuth, schema: { params: id } }, async (request, reply) => {
+    const first = await missions.getSubmission(request.params.id);
+    reply.hijack();
+    const out = reply.raw;
+    out.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    const send = (event: string, data: unknown) => out.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    send('submission', first);
+    if (first.status === 'queued') {
+      const gone = new AbortController();
+      const onClose = () => gone.abort(new Error('client went away'));
+      out.on('close', onClose);
+      const keepAlive = setInterval(() => out.write(': waiting for the grade\n\n'), 15_000);
+      try {
+        send('submission', await missions.awaitGrade(first.id, { signal: gone.signal }));
+      } catch (error) {
+        if (!gone.signal.aborted) send('error', { message: (error as Error).message });
+      } finally {
+        clearInterval(keepAlive);
+        out.off('close', onClose);
+      }
+    }
+    out.end();
+  });
 
   app.get('/api/missions/pool', { onRequest: adminAuth }, async () => ({ domains: await missions.poolStats() }));
 

@@ -1,5 +1,5 @@
 /** Rows and results the platform hands out. */
-import type { Language, RunBounds, SourceFiles, TestVerdict } from '@sluice/proof';
+import type { Language, ProofChecks, RunBounds, SourceFiles, TestVerdict, VerdictReasonCode } from '@sluice/proof';
 import type { GeneratedChallenge } from './generator.js';
 
 export type QaStatus = 'pending' | 'approved' | 'rejected';
@@ -8,7 +8,9 @@ export interface MissionProof {
   summary: string;
   tests: TestVerdict[];
   /** Every bug the saboteur tried before the accepted one, and why each was rejected. */
-  attempts: { saboteur: string; description: string; accepted: boolean; reasons: string[] }[];
+  attempts: { saboteur: string; description: string; accepted: boolean; reasons: string[]; codes?: VerdictReasonCode[] }[];
+  /** What the proof's integrity checks ran (repetitions, isolation, an equivalent rewrite); absent on older missions. */
+  checks?: ProofChecks;
 }
 
 export interface Mission {

@@ -6,8 +6,10 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import Fastify from 'fastify';
 import { waitFor } from '@sluice/testkit';
-import { CATALOG, OfflineGenerator, PROVING_QUEUE, type CatalogEntry, type Generator } from '../src/index.js';
+import { installErrorHandlers } from '@sluice/server';
+import { CATALOG, OfflineGenerator, PROVING_QUEUE, missionsRoutes, type CatalogEntry, type Generator, type Submission } from '../src/index.js';
 import { engine, harness, settled, type Harness } from './helpers.js';
 
 const ltv = CATALOG.find((e) => e.id === 'py-customer-ltv')!;
@@ -27,9 +29,13 @@ test('a generation job stores a proven mission as pending; approved, served and 
   assert.equal(progress.state, 'proven', JSON.stringify(progress));
   const missionId = progress.state === 'proven' ? progress.missionId : '';
   // The request was a flow: a proof job on the host-capped queue waited for the generation,
-  // and proved the challenge it returned.
+  // and proved the challenge it returned. The mission row is stored just before its proof
+  // job's completion commits: wait for that.
   const [child] = await h.sluice.children(jobId);
-  const proofJob = await h.sluice.get(child!.id);
+  const proofJob = await waitFor(async () => {
+    const job = await h.sluice.get(child!.id);
+    return job?.state === 'completed' ? job : null;
+  }, { message: 'the proof job completed' });
   assert.equal(proofJob?.queue, PROVING_QUEUE);
   assert.deepEqual((await h.sluice.parents(proofJob!.id)).map((p) => p.id), [jobId]);
   assert.ok(proofJob!.startedAt! > (await h.sluice.get(jobId))!.finishedAt!, 'the proof started after the generation ended');
@@ -40,6 +46,10 @@ test('a generation job stores a proven mission as pending; approved, served and 
   assert.equal(mission.saboteur, 'mutation');
   assert.notDeepEqual(mission.sabotaged, mission.gold);
   assert.ok(mission.proof.tests.length >= 1 && mission.proof.tests.every((t) => t.ok), mission.proof.summary);
+  // The integrity checks ran, and the QA page's summary line says which.
+  assert.equal(mission.proof.checks?.repetitions, 3);
+  assert.ok(mission.proof.checks!.isolationRuns > 0 && mission.proof.checks!.rewrite !== null, JSON.stringify(mission.proof.checks));
+  assert.match(mission.proof.summary, /^accepted: .* · checked: each side 3× with its own seed, gold \d+× more alone and in reverse order, an equivalent rewrite of gold/);
   assert.equal(mission.maxServes, 50, 'marketing is not a technical domain');
 
   assert.equal(await h.missions.serve({ userId: 'cand-1', role: 'marketing-analyst' }), null, 'not served before QA');
@@ -52,12 +62,21 @@ test('a generation job stores a proven mission as pending; approved, served and 
   const fixed = await h.missions.submit(instance.id, mission.gold);
   const unfixed = await h.missions.submit(instance.id, instance.files);
   assert.equal(fixed.status, 'queued');
-  const graded = (id: string) => waitFor(async () => {
-    const s = await h.missions.getSubmission(id);
-    return s.status === 'queued' ? null : s;
-  }, { timeoutMs: 60_000, message: `submission ${id} graded` });
-  const pass = await graded(fixed.id);
-  const fail = await graded(unfixed.id);
+  // The candidate's side reads the grade from the event stream: the submission queued, then
+  // graded, in one response that ends once the grading job has.
+  const app = Fastify();
+  installErrorHandlers(app);
+  await app.register(missionsRoutes, { missions: h.missions, apiAuth: async () => undefined, adminAuth: async () => undefined });
+  const stream = await app.inject({ method: 'GET', url: `/api/submissions/${fixed.id}/events` });
+  await app.close();
+  assert.equal(stream.headers['content-type'], 'text/event-stream');
+  const events = stream.body.split('\n\n').filter((e) => e.startsWith('event: ')).map((e) => ({
+    event: e.slice('event: '.length, e.indexOf('\n')),
+    data: JSON.parse(e.slice(e.indexOf('data: ') + 'data: '.length)),
+  }));
+  assert.deepEqual(events.map((e) => [e.event, e.data.status]).at(-1), ['submission', 'passed'], stream.body.slice(0, 500));
+  const pass = events.at(-1)!.data as Submission;
+  const fail = await h.missions.awaitGrade(unfixed.id, { timeoutMs: 60_000 });
   assert.equal(pass.status, 'passed', pass.result?.summary);
   assert.equal(pass.result?.testsRun, pass.result?.testsPassed);
   assert.ok((pass.result?.testsRun ?? 0) >= 1);

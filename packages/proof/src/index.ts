@@ -2,7 +2,8 @@
  * @sluice/proof: executable proof that a planted bug is real. `runSuite` runs a test
  * suite in a throwaway sandboxed workspace (Jest, pytest) or a disposable database
  * (pgTAP); `prove` accepts a bug only when gold passes every test and the sabotaged code
- * fails every one; `sabotage` finds such a bug with an LLM or offline mutation.
+ * fails every one, every time, and the suite judges behaviour rather than text or order
+ * (README: the rules); `sabotage` finds such a bug with an LLM or offline mutation.
  */
 export { runSuite } from './run-suite.js';
 export { prove, judge } from './prove.js';
@@ -16,5 +17,6 @@ export { loadChallenge, saveSabotage, SABOTAGED_DIR, SABOTAGE_FILE, type LoadedC
 export * from './errors.js';
 export type * from './types.js';
 export { LANGUAGES } from './types.js';
+export { Semaphore } from './semaphore.js';
 export type { EngineOptions, DatabaseOptions, Logger } from './options.js';
 export { describeBounds, sweepStaleRunGroups, type RunBounds } from './sandbox/resolve.js';

@@ -85,6 +85,13 @@ export interface EngineOptions {
   /** Each test's own time limit (Jest's testTimeout, pytest-timeout, statement_timeout). Default min(5 000, timeoutMs / 2). */
   perTestTimeoutMs?: number;
   database?: DatabaseOptions;
+  /**
+   * Runs of each side of a proof, each with its own seed: gold must pass every test in
+   * every run, the sabotaged code fail every test in every run. Default 3.
+   */
+  proofRepetitions?: number;
+  /** Suite runs this process makes at once, across all its proofs. Default the host's cores. */
+  maxParallelRuns?: number;
   /** Where per-run workspaces are created. Default the OS temporary directory. */
   workspaceRoot?: string;
   logger?: Logger;
@@ -99,6 +106,9 @@ export const DEFAULT_CPU_CORES = 1;
 export const DEFAULT_DISK_LIMIT_MB = 256;
 /** Largest file a run may write (RLIMIT_FSIZE): far above any report, far below a full disk. */
 export const MAX_FILE_MB = 64;
+
+export const DEFAULT_PROOF_REPETITIONS = 3;
+export const MAX_PROOF_REPETITIONS = 20;
 
 export function perTestTimeoutMs(timeoutMs: number, options: EngineOptions): number {
   const wanted = options.perTestTimeoutMs ?? Math.min(5_000, Math.floor(timeoutMs / 2));

@@ -9,6 +9,8 @@ import { resolveSandbox } from './sandbox/resolve.js';
 import { LANGUAGES, type RunSuiteInput, type SuiteResult } from './types.js';
 import { withWorkspace } from './workspace.js';
 
+export const MAX_SEED = 999;
+
 export function checkRunSuiteInput(input: RunSuiteInput): void {
   if (input === null || typeof input !== 'object') throw new InvalidInputError('runSuite needs an input object');
   if (!LANGUAGES.includes(input.language)) {
@@ -19,6 +21,15 @@ export function checkRunSuiteInput(input: RunSuiteInput): void {
   checkDisjoint(input.files, input.tests);
   if (input.timeoutMs !== undefined && (!Number.isInteger(input.timeoutMs) || input.timeoutMs < 100 || input.timeoutMs > MAX_TIMEOUT_MS)) {
     throw new InvalidInputError(`timeoutMs must be an integer from 100 to ${MAX_TIMEOUT_MS}`, 'timeoutMs');
+  }
+  // A test id starts with its file's path (never with `-`: it is passed to the runner's command line).
+  const only = input.only;
+  if (only !== undefined && (typeof only !== 'string' || !Object.keys(input.tests).some((path) => only === path || only.startsWith(`${path}::`)))) {
+    throw new InvalidInputError('only must be a test id of one of the test files (`<file>::<name>`, or a test file in SQL)', 'only');
+  }
+  if (input.reverseOrder !== undefined && typeof input.reverseOrder !== 'boolean') throw new InvalidInputError('reverseOrder must be a boolean', 'reverseOrder');
+  if (input.seed !== undefined && (!Number.isInteger(input.seed) || input.seed < 0 || input.seed > MAX_SEED)) {
+    throw new InvalidInputError(`seed must be an integer from 0 to ${MAX_SEED}`, 'seed');
   }
   const deps = input.dependencies;
   if (deps !== undefined && (deps === null || typeof deps !== 'object' || Object.values(deps).some((v) => typeof v !== 'string'))) {

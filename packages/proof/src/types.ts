@@ -20,6 +20,16 @@ export interface RunSuiteInput {
    * against what is installed; nothing is ever downloaded.
    */
   dependencies?: Record<string, string>;
+  /** Run only this test: a test id (pytest node id, Jest name path); in SQL a test file's path. */
+  only?: string;
+  /** Run the tests in reverse order: pytest's collected items, Jest's tests in each file, pgTAP's files. */
+  reverseOrder?: boolean;
+  /**
+   * What varies from run to run, fixed per seed so a run can be repeated: PYTHONHASHSEED
+   * (set and dict order of strings), Jest's `--seed` (`jest.getSeed()`), pgTAP's
+   * `setseed()` (`random()`). Default 0.
+   */
+  seed?: number;
 }
 
 export type TestStatus = 'passed' | 'failed' | 'skipped';
@@ -96,7 +106,10 @@ export type VerdictReasonCode =
   | 'test_timeout'
   | 'test_setup_error'
   | 'test_missing'
-  | 'test_unexpected';
+  | 'test_unexpected'
+  | 'judges_text'
+  | 'order_dependent'
+  | 'flaky';
 
 export interface VerdictReason {
   /** Which run the reason is about. */
@@ -121,8 +134,21 @@ export interface Verdict {
   /** One line a person can read. */
   summary: string;
   tests: TestVerdict[];
+  /** The first gold run (seed 0). */
   gold: SuiteResult;
+  /** The first sabotaged run (seed 0); null when the sabotaged code is identical to gold. */
   sabotaged: SuiteResult | null;
+  /** What the integrity checks ran (prove only; the isolation and rewrite runs only on a clean gold). */
+  checks?: ProofChecks;
+}
+
+export interface ProofChecks {
+  /** Runs of each side, seeds 0 to repetitions - 1. */
+  repetitions: number;
+  /** Gold runs with one test (in SQL one test file) alone, and with the tests in reverse order. */
+  isolationRuns: number;
+  /** What the equivalent rewrite of gold changed; null when no rewrite ran. */
+  rewrite: string | null;
 }
 
 export interface Challenge {

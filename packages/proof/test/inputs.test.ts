@@ -25,6 +25,17 @@ test('language, timeoutMs and dependencies are checked', async () => {
   await assert.rejects(runSuite({ ...base, dependencies: { '../evil': '' } }), invalid('dependencies'));
 });
 
+test('the proof options and the variations of a run are checked', async () => {
+  const proofInput = { language: 'python' as const, gold: { 'sol.py': '' }, sabotaged: { 'sol.py': 'x = 1\n' }, tests: {} };
+  await assert.rejects(prove(proofInput, { proofRepetitions: 0 }), invalid('proofRepetitions'));
+  await assert.rejects(prove(proofInput, { proofRepetitions: 21 }), invalid('proofRepetitions'));
+  await assert.rejects(prove(proofInput, { maxParallelRuns: 0 }), invalid('maxParallelRuns'));
+  await assert.rejects(runSuite({ ...base, seed: -1 }), invalid('seed'));
+  await assert.rejects(runSuite({ ...base, seed: 1000 }), invalid('seed'));
+  await assert.rejects(runSuite({ ...base, reverseOrder: 'yes' as never }), invalid('reverseOrder'));
+  for (const only of ['', '--help', 'test_other.py::test_a', 'test_sol.pyx']) await assert.rejects(runSuite({ ...base, only }), invalid('only'), only);
+});
+
 test('challenge directories: challenge.json is validated, sabotaged/ is read and written', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-proof-challenge-'));
   try {

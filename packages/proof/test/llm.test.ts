@@ -125,6 +125,28 @@ test('sabotage: a rejected LLM bug goes back into the next prompt with its reaso
   assert.match(JSON.stringify(requests[1]!.body.messages), /rejected because: sabotaged: \\"test_sol.py::test_zero\\" still passes/);
 });
 
+test('sabotage: a bug that fails only under some seeds is flaky, and goes back into the next prompt', async () => {
+  // Under PYTHONHASHSEED 0 "banana" comes first, so the bug fires in the first run only.
+  const flaky = 'def add(a, b):\n    return a + b + (1 if next(iter({"apple", "banana", "cherry"})) == "banana" else 0)\n';
+  reset(completion(llmReply(flaky)), completion(llmReply('def add(a, b):\n    return a + b - 1\n')));
+  const llm = new LlmSaboteur({ baseUrl, apiKey: API_KEY });
+  const result = await sabotage(challenge, { llm, engine: engine('sluice_proof_t_llm') });
+  assert.equal(result.accepted, true, result.summary);
+  assert.deepEqual(result.attempts.map((a) => [a.accepted, a.codes]), [[false, ['flaky']], [true, []]]);
+  assert.match(JSON.stringify(requests[1]!.body.messages), /rejected because: sabotaged: \\"test_sol.py::test_add\\" failed in the first run but passed in the run with seed 1/);
+});
+
+test('sabotage: a suite that judges the source text is rejected before any bug is tried', async () => {
+  reset();
+  const pinned = { 'test_sol.py': `${challenge.tests['test_sol.py']}def test_source():\n    assert add(2, 2) == 4 and "a + b" in open("sol.py").read()\n` };
+  const llm = new LlmSaboteur({ baseUrl, apiKey: API_KEY });
+  const result = await sabotage({ ...challenge, tests: pinned }, { llm, engine: engine('sluice_proof_t_llm') });
+  assert.equal(result.accepted, false);
+  assert.equal(requests.length, 0, 'the LLM was never asked');
+  assert.deepEqual([...new Set(result.goldReasons?.map((r) => r.code))], ['judges_text']);
+  assert.match(result.summary, /^the gold run is not a valid suite \(judges_text\): gold: "test_sol.py::test_source" fails on an equivalent rewrite/);
+});
+
 test('sabotage: when the LLM keeps answering nonsense, the mutation saboteur takes over', async () => {
   reset(completion('no json here'), completion('{"files": {}}'));
   const llm = new LlmSaboteur({ baseUrl, apiKey: API_KEY });

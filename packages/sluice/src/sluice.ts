@@ -130,7 +130,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
       pool.on('error', (err) => this.logger.warn({ err: err.message }, 'sluice: idle database connection lost'));
       this.db = new Db(pool, this.schema);
     }
-    this.listener = this.notify ? new Listener(listenerConfig, channelOf(this.schema), cancelChannelOf(this.schema), eventsChannelOf(this.schema), this.logger) : null;
+    this.listener = this.notify ? new Listener(listenerConfig, channelOf(this.schema), cancelChannelOf(this.schema), eventsChannelOf(this.schema), this.logger, this.schema) : null;
     this.metrics = new Metrics(this.db, { registry: options.metricsRegistry });
     this.countEvents();
     const ready = () => this.ready();

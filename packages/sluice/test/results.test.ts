@@ -115,3 +115,58 @@ test('events(queue) follows ends announced by another process, and says "gap" af
   await following;
   child.proc.kill('SIGTERM');
 });
+
+test('ends are announced only while a connection listens for them; registrations of connections gone are pruned', async () => {
+  await testDatabase();
+  const sluice = await makeSluice({ applicationName: 'gate-test' });
+  const client = await sqlClient();
+  const q = uniqueQueue('gate');
+  await sluice.queues.put(q, {});
+  // A bare connection on the events channel, not registered: it hears what is announced.
+  const heard: string[] = [];
+  const ear = await sqlClient();
+  ear.on('notification', (n) => heard.push(n.payload ?? ''));
+  await ear.query('LISTEN "sluice-events:sluice"');
+  const completeOne = async () => {
+    const { id } = await sluice.send(q, null);
+    const [job] = await sluice.claim(q, { workerId: 'gate-worker' });
+    await sluice.complete(job!.id, job!.leaseToken, 'done');
+    return id;
+  };
+  const registrations = async () => (await client.query('SELECT count(*)::int AS n FROM sluice.event_listener')).rows[0].n as number;
+
+  // The waits and followers of the tests before have ended: their connections unregistered,
+  // or (the one killed) pruned by the tick.
+  await waitFor(async () => {
+    await sluice.runMaintenance();
+    return (await registrations()) === 0;
+  }, { timeoutMs: 30_000, message: 'no registration left' });
+  const unheard = await completeOne();
+  // Announced or not, a notification sent before this round trip has arrived by its end.
+  await ear.query('SELECT 1');
+  assert.ok(!heard.some((p) => p.includes(`"${unheard}"`)), 'nothing announced while nobody listens');
+
+  const stop = new AbortController();
+  const events = sluice.events(q, { signal: stop.signal });
+  const first = events.next();
+  await waitFor(async () => (await registrations()) === 1, { timeoutMs: 30_000, message: 'registered' });
+  const announced = await completeOne();
+  assert.deepEqual((await first).value, { type: 'completed', jobId: announced, queue: q, at: ((await first).value as { at: Date }).at });
+  await waitFor(() => heard.some((p) => p.includes(`"${announced}"`)), { timeoutMs: 30_000, message: 'announced while registered' });
+
+  stop.abort();
+  await waitFor(async () => (await registrations()) === 0, { timeoutMs: 30_000, message: 'unregistered once nobody follows' });
+
+  // A registration whose connection died is pruned by the maintenance tick.
+  const again = sluice.events(q);
+  await waitFor(async () => (await registrations()) === 1, { timeoutMs: 30_000, message: 'registered again' });
+  const { rows } = await client.query('SELECT pid FROM sluice.event_listener');
+  await client.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
+  await waitFor(async () => {
+    await sluice.runMaintenance();
+    const left = await client.query('SELECT pid FROM sluice.event_listener');
+    return left.rows.every((r) => r.pid !== rows[0].pid);
+  }, { timeoutMs: 30_000, message: 'the dead registration pruned' });
+  await again.return!();
+  await ear.end();
+});

@@ -9,6 +9,7 @@ interface ProveFlags {
   json?: boolean;
   timeoutMs?: number;
   allowUnsandboxed?: boolean;
+  repetitions?: number;
 }
 
 export function registerProve(program: Command, io: CliIo, setExit: (code: number) => void): void {
@@ -18,6 +19,7 @@ export function registerProve(program: Command, io: CliIo, setExit: (code: numbe
     .argument('<challenge-dir>', 'a directory with challenge.json, the gold files, the tests and sabotaged/')
     .option('--json', 'print the verdict as JSON')
     .option('--timeout-ms <ms>', 'hard time limit for each run (overrides challenge.json)', positiveInteger('--timeout-ms'))
+    .option('--repetitions <n>', 'runs of each side, each with its own seed (default 3)', positiveInteger('--repetitions'))
     .option('--allow-unsandboxed', 'run untrusted code even when bubblewrap is missing (NOT isolated)')
     .action(async (dir: string, flags: ProveFlags) => {
       const { challenge, sabotaged } = await loadChallenge(dir);

@@ -2,7 +2,7 @@
 import { LlmSaboteur, loadChallenge, sabotage, saveSabotage } from '@sluice/proof';
 import type { Command } from 'commander';
 import { engineOptions, positiveInteger } from '../engine-options.js';
-import { renderVerdict } from '../format.js';
+import { renderReason, renderVerdict } from '../format.js';
 import { EXIT_ACCEPTED, EXIT_NOT_ACCEPTED, type CliIo } from '../io.js';
 
 interface SabotageFlags {
@@ -13,6 +13,7 @@ interface SabotageFlags {
   write?: boolean;
   json?: boolean;
   allowUnsandboxed?: boolean;
+  repetitions?: number;
 }
 
 export function registerSabotage(program: Command, io: CliIo, setExit: (code: number) => void): void {
@@ -26,6 +27,7 @@ export function registerSabotage(program: Command, io: CliIo, setExit: (code: nu
     .option('--budget-ms <ms>', 'wall time for the mutation search', positiveInteger('--budget-ms'))
     .option('--no-write', 'do not write sabotaged/ and sabotage.json')
     .option('--json', 'print the result as JSON')
+    .option('--repetitions <n>', 'runs of each side, each with its own seed (default 3)', positiveInteger('--repetitions'))
     .option('--allow-unsandboxed', 'run untrusted code even when bubblewrap is missing (NOT isolated)')
     .action(async (dir: string, flags: SabotageFlags) => {
       const { challenge } = await loadChallenge(dir);
@@ -46,8 +48,9 @@ export function registerSabotage(program: Command, io: CliIo, setExit: (code: nu
         io.out(`${result.accepted ? 'ACCEPTED' : 'NOT ACCEPTED'}: ${result.summary}\n`);
         if (result.candidate) io.out(`saboteur: ${result.saboteur}\nbug: ${result.candidate.description}\nhint: ${result.candidate.hint}\n`);
         if (result.verdict) io.out(`\n${renderVerdict(result.verdict)}`);
+        if (result.goldReasons?.length) io.out(`\nreasons:\n${result.goldReasons.slice(0, 20).map((r) => `${renderReason(r)}\n`).join('')}`);
         for (const attempt of result.attempts.filter((a) => !a.accepted).slice(-5)) {
-          io.out(`tried (${attempt.saboteur}): ${attempt.error ?? attempt.description}${attempt.reasons[0] ? ` — ${attempt.reasons[0]}` : ''}\n`);
+          io.out(`tried (${attempt.saboteur}): ${attempt.error ?? attempt.description}${attempt.reasons[0] ? ` — ${attempt.codes?.length ? `[${attempt.codes.join(', ')}] ` : ''}${attempt.reasons[0]}` : ''}\n`);
         }
         if (written.length) io.out(`wrote ${written.join(', ')}\n`);
       }

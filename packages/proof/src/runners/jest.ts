@@ -3,7 +3,7 @@
  * and a `node_modules` link to the one shared install; results come from
  * `--json --outputFile`, never from stdout, which the code under test can write to.
  */
-import { readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { clip } from '../capped-output.js';
 import { writeSourceFiles } from '../files.js';
@@ -20,6 +20,7 @@ const MAX_REPORT_BYTES = 16 * 1024 * 1024;
 
 export async function runJest(input: RunSuiteInput, runDir: string, sandbox: Sandbox, options: EngineOptions, timeoutMs: number): Promise<SuiteResult> {
   const toolchain = await sandbox.jestToolchain();
+  const only = input.only === undefined ? null : splitTestId(input.only);
   const base = emptyResult(input.language, sandbox.isolated);
   const layout = await prepareRun(runDir, sandbox);
   const workspace = layout.work;
@@ -27,6 +28,10 @@ export async function runJest(input: RunSuiteInput, runDir: string, sandbox: San
   await writeSourceFiles(workspace, input.files);
   await writeSourceFiles(workspace, input.tests);
   await writeFile(join(workspace, 'package.json'), JSON.stringify(packageJson(input), null, 2));
+  if (input.reverseOrder) {
+    await mkdir(join(workspace, SUPPORT_DIR), { recursive: true });
+    await writeFile(join(workspace, SUPPORT_DIR, REVERSE_ENVIRONMENT_FILE), REVERSE_ENVIRONMENT_SOURCE);
+  }
   await symlink(toolchain.nodeModules, join(workspace, 'node_modules'));
   if (missing) return { ...base, setupError: missing };
   await handOver(layout, sandbox);
@@ -45,6 +50,8 @@ export async function runJest(input: RunSuiteInput, runDir: string, sandbox: San
       '--forceExit',
       '--no-watchman',
       `--testTimeout=${perTestTimeoutMs(timeoutMs, options)}`,
+      `--seed=${input.seed ?? 0}`,
+      ...(only ? [`--testNamePattern=^${escapeRegExp(only.name)}$`] : []),
       `--rootDir=${workspace}`,
     ],
     env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: workspace, NODE_ENV: 'test', CI: 'true', FORCE_COLOR: '0', TMPDIR: '/tmp' },
@@ -59,7 +66,36 @@ export async function runJest(input: RunSuiteInput, runDir: string, sandbox: San
   return { ...result, ...readJestReport(report, workspace) };
 }
 
+/** A test id (`<file>::<a > b>`) as Jest's file and full name (titles joined by spaces). */
+function splitTestId(id: string): { file: string; name: string } {
+  const at = id.indexOf('::');
+  return { file: id.slice(0, at), name: id.slice(at + 2).replace(/ #\d+$/, '').split(' > ').join(' ') };
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+const SUPPORT_DIR = '.sluice';
+const REVERSE_ENVIRONMENT_FILE = 'reverse-order-environment.cjs';
+/**
+ * Jest's node environment, with each describe block's tests and blocks run last first:
+ * jest-circus hands the environment the registered tree at `run_start`, before any runs.
+ */
+const REVERSE_ENVIRONMENT_SOURCE = `const { TestEnvironment } = require('jest-environment-node');
+function reverse(block) {
+  block.children.reverse();
+  for (const child of block.children) if (child.type === 'describeBlock') reverse(child);
+}
+module.exports = class ReverseOrderEnvironment extends TestEnvironment {
+  async handleTestEvent(event, state) {
+    if (event.name === 'run_start') reverse(state.rootDescribeBlock);
+  }
+};
+`;
+
 function packageJson(input: RunSuiteInput): object {
+  const testFiles = input.only === undefined ? Object.keys(input.tests) : [splitTestId(input.only).file];
   const tsJest = [
     'ts-jest',
     {
@@ -72,8 +108,8 @@ function packageJson(input: RunSuiteInput): object {
     private: true,
     dependencies: input.dependencies ?? {},
     jest: {
-      testEnvironment: 'node',
-      testMatch: Object.keys(input.tests).map((path) => `<rootDir>/${path}`),
+      testEnvironment: input.reverseOrder ? `<rootDir>/${SUPPORT_DIR}/${REVERSE_ENVIRONMENT_FILE}` : 'node',
+      testMatch: testFiles.map((path) => `<rootDir>/${path}`),
       transform: { '^.+\\.[cm]?[jt]sx?$': tsJest },
       moduleFileExtensions: ['js', 'mjs', 'cjs', 'jsx', 'ts', 'mts', 'cts', 'tsx', 'json', 'node'],
       cacheDirectory: '<rootDir>/.sluice-jest-cache',

@@ -118,7 +118,10 @@ export async function runPgtap(input: RunSuiteInput, options: EngineOptions, tim
     await setup.end();
     clients.delete(setup);
 
-    for (const [path, script] of Object.entries(input.tests)) {
+    // A test file alone (`only`), or the files last first (`reverseOrder`): pgTAP cannot run one assertion alone.
+    const testFiles = Object.entries(input.tests).filter(([path]) => input.only === undefined || path === input.only);
+    if (input.reverseOrder) testFiles.reverse();
+    for (const [path, script] of testFiles) {
       const split = splitSqlScript(script);
       if ('error' in split) {
         result.setupError = `${path}: ${split.error}`;
@@ -126,6 +129,8 @@ export async function runPgtap(input: RunSuiteInput, options: EngineOptions, tim
       }
       const client = await connect();
       try {
+        // random() repeats per seed, so a run can be repeated and repetitions differ by seed alone.
+        await client.query('SELECT setseed($1)', [(input.seed ?? 0) / 1000]);
         const lines: string[] = [];
         let failure: string | null = null;
         for (const statement of split.statements) {

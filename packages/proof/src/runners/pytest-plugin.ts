@@ -1,7 +1,8 @@
 /**
  * The project's own pytest reporter, loaded with `-p sluice_report`: one JSON line per
  * event, flushed as it happens, so a run killed half-way still leaves what it did; the
- * `finish` line proves the session reached its end.
+ * `finish` line proves the session reached its end. `SLUICE_REVERSE_ORDER=1` runs the
+ * collected tests last first.
  */
 export const PYTEST_PLUGIN_MODULE = 'sluice_report';
 
@@ -42,6 +43,12 @@ def pytest_runtest_logreport(report):
     if report.failed or report.skipped:
         entry["message"] = _text(report.longrepr)
     _emit(entry)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    # The proof's order check: the same tests, last first.
+    if os.environ.get("SLUICE_REVERSE_ORDER") == "1":
+        items.reverse()
 
 
 def pytest_sessionfinish(session, exitstatus):

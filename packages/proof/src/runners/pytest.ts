@@ -47,7 +47,8 @@ export async function runPytest(input: RunSuiteInput, runDir: string, sandbox: S
       '-o', 'addopts=',
       `--rootdir=${workspace}`,
       `--timeout=${testSeconds}`,
-      ...testPaths,
+      // A node id runs that test alone (conftests still load: they are not tests).
+      ...(input.only !== undefined ? [input.only] : testPaths),
     ],
     env: {
       PATH: '/usr/bin:/bin',
@@ -55,7 +56,8 @@ export async function runPytest(input: RunSuiteInput, runDir: string, sandbox: S
       TMPDIR: '/tmp',
       PYTHONPATH: join(workspace, SUPPORT_DIR),
       PYTHONDONTWRITEBYTECODE: '1',
-      PYTHONHASHSEED: '0',
+      PYTHONHASHSEED: String(input.seed ?? 0),
+      ...(input.reverseOrder ? { SLUICE_REVERSE_ORDER: '1' } : {}),
       SLUICE_REPORT_PATH: layout.report,
     },
     readOnlyPaths: [],

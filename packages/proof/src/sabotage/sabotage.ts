@@ -6,9 +6,11 @@
  */
 import { checkSourceFiles } from '../files.js';
 import type { EngineOptions } from '../options.js';
-import { judge } from '../prove.js';
-import { checkRunSuiteInput, runSuite } from '../run-suite.js';
-import type { Challenge, SourceFiles, SuiteResult, Verdict } from '../types.js';
+import { flakyReasons, goldIntegrity, repeatRun } from '../integrity/checks.js';
+import { judge, withReasons } from '../judge.js';
+import { checkProofOptions, sameFiles } from '../prove.js';
+import { checkRunSuiteInput } from '../run-suite.js';
+import type { Challenge, ProofChecks, SuiteResult, Verdict, VerdictReason, VerdictReasonCode } from '../types.js';
 import { MutationSaboteur, type MutationSaboteurOptions } from './mutation/mutation-saboteur.js';
 import type { RejectedAttempt, SabotageCandidate, Saboteur } from './saboteur.js';
 
@@ -32,6 +34,8 @@ export interface SabotageAttempt {
   description: string;
   accepted: boolean;
   reasons: string[];
+  /** The reasons' stable codes (`test_passed`, `flaky`…), each once. */
+  codes?: VerdictReasonCode[];
   /** The LLM call itself failed (no candidate to prove). */
   error?: string;
 }
@@ -44,6 +48,8 @@ export interface SabotageResult {
   candidate: SabotageCandidate | null;
   verdict: Verdict | null;
   gold: SuiteResult;
+  /** Why the suite itself was rejected before any bug was tried (gold failed, `flaky`, `order_dependent`, `judges_text`). */
+  goldReasons?: VerdictReason[];
   attempts: SabotageAttempt[];
   /** One line: what was found, or why nothing was. */
   summary: string;
@@ -54,17 +60,26 @@ export async function sabotage(challenge: Challenge, options: SabotageOptions = 
   const input = { language: challenge.language, files: challenge.gold, tests: challenge.tests, timeoutMs: challenge.timeoutMs, dependencies: challenge.dependencies };
   checkRunSuiteInput(input);
   const engine = options.engine ?? {};
-  const gold = await runSuite(input, engine);
+  checkProofOptions(engine);
+  // The gold side of every proof is the same: its repetitions and integrity checks run once.
+  const golds = await repeatRun(input, engine);
+  const gold = golds[0]!;
   const attempts: SabotageAttempt[] = [];
-  const goldVerdict = judge(gold, null);
-  const goldReasons = goldVerdict.reasons.filter((r) => r.run === 'gold');
+  let goldReasons = [...judge(gold, null).reasons.filter((r) => r.run === 'gold'), ...flakyReasons('gold', golds)];
+  let checks: ProofChecks | undefined;
+  if (goldReasons.length === 0) {
+    const integrity = await goldIntegrity(input, gold, engine);
+    goldReasons = integrity.reasons;
+    checks = { repetitions: golds.length, ...integrity.checks };
+  }
   if (goldReasons.length > 0) {
-    return { accepted: false, saboteur: null, candidate: null, verdict: null, gold, attempts, summary: `the gold run is not a valid suite: ${goldReasons[0]!.message}` };
+    const codes = [...new Set(goldReasons.map((r) => r.code))];
+    return { accepted: false, saboteur: null, candidate: null, verdict: null, gold, goldReasons, attempts, summary: `the gold run is not a valid suite (${codes.join(', ')}): ${goldReasons[0]!.message}` };
   }
   const tryCandidate = async (saboteur: 'llm' | 'mutation', candidate: SabotageCandidate): Promise<Verdict> => {
-    const run = sameFiles(candidate.files, challenge.gold) ? null : await runSuite({ ...input, files: candidate.files }, engine);
-    const verdict = judge(gold, run);
-    attempts.push({ saboteur, description: candidate.description, accepted: verdict.accepted, reasons: verdict.reasons.map((r) => r.message) });
+    const runs = sameFiles(candidate.files, challenge.gold) ? null : await repeatRun({ ...input, files: candidate.files }, engine);
+    const verdict = { ...withReasons(judge(gold, runs?.[0] ?? null), runs ? flakyReasons('sabotaged', runs) : []), checks };
+    attempts.push({ saboteur, description: candidate.description, accepted: verdict.accepted, reasons: verdict.reasons.map((r) => r.message), codes: [...new Set(verdict.reasons.map((r) => r.code))] });
     return verdict;
   };
 
@@ -119,9 +134,4 @@ export async function sabotage(challenge: Challenge, options: SabotageOptions = 
       summary: `accepted a ${saboteur === 'llm' ? 'LLM' : 'mutation'} bug after ${attempts.length} attempt(s): ${candidate.description}`,
     };
   }
-}
-
-function sameFiles(a: SourceFiles, b: SourceFiles): boolean {
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
 }

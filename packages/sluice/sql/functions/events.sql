@@ -1,7 +1,17 @@
--- Jobs' ends announced to any process (src/events/): one notification per queue and kind
--- of end in a statement, on the schema's events channel, delivered at commit.
+-- Jobs' ends announced to any process (src/queue/results.ts): one notification per queue and
+-- kind of end in a statement, on the schema's events channel, delivered at commit, while a
+-- connection listens (event_listener).
 --
 --   announce_ends(ids, queues, events, now) → void
+--   job_ends(ids, queues, events, parents, now, notify) → void
+--   await_running_transactions(timeout_ms) → whether they all ended in time
+--
+-- Only while someone listens, because PostgreSQL serializes the commits of notifying
+-- transactions (each holds a database-wide lock through its commit): announcing every
+-- completion batch would serialize the workers' commits for nobody. A listener registers
+-- its connection, then waits for the transactions running then to end: one of them may
+-- have looked for listeners before the registration (and announce nothing), and the
+-- listener's first read of the table must come after its commit.
 --
 -- The payload is JSON: {"e": event, "q": queue, "at": epoch ms, "ids": ["id", …]}, ids as
 -- strings (a bigint may not fit a JSON number). `event` is `completed`, `failed` (an attempt
@@ -30,10 +40,28 @@ CREATE OR REPLACE FUNCTION :SCHEMA.job_ends(
   p_ids bigint[], p_queues text[], p_events text[], p_parents bigint[], p_now timestamptz, p_notify boolean)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-  IF p_notify AND cardinality(p_ids) > 0 THEN
+  IF p_notify AND cardinality(p_ids) > 0 AND EXISTS (SELECT 1 FROM :SCHEMA.event_listener) THEN
     PERFORM :SCHEMA.announce_ends(p_ids, p_queues, p_events, p_now);
   END IF;
   IF cardinality(p_parents) > 0 THEN
     PERFORM :SCHEMA.release_children(p_parents, p_now, p_notify);
   END IF;
+END $$;
+
+CREATE OR REPLACE FUNCTION :SCHEMA.await_running_transactions(p_timeout_ms integer)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  v_running xid8[] := ARRAY(SELECT pg_snapshot_xip(pg_current_snapshot()));
+  v_until timestamptz := clock_timestamp() + p_timeout_ms * interval '1 millisecond';
+BEGIN
+  LOOP
+    v_running := ARRAY(SELECT x FROM unnest(v_running) AS x WHERE pg_xact_status(x) = 'in progress');
+    IF cardinality(v_running) = 0 THEN
+      RETURN true;
+    END IF;
+    IF clock_timestamp() >= v_until THEN
+      RETURN false;
+    END IF;
+    PERFORM pg_sleep(0.002);
+  END LOOP;
 END $$;

@@ -156,10 +156,8 @@ BEGIN
 
     IF p_notify THEN
       PERFORM pg_notify(':CHANNEL', q) FROM unnest(v_ready_queues) AS q;
-      IF cardinality(v_cancelled) > 0 THEN
-        PERFORM :SCHEMA.announce_ends(v_cancelled, v_cancelled_queues,
-                                      array_fill('cancelled'::text, ARRAY[cardinality(v_cancelled)]), v_now);
-      END IF;
     END IF;
+    PERFORM :SCHEMA.job_ends(v_cancelled, v_cancelled_queues, array_fill('cancelled'::text, ARRAY[cardinality(v_cancelled)]),
+                             '{}', v_now, p_notify);
   END LOOP;
 END $$;

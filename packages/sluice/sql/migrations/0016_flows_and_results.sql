@@ -24,3 +24,12 @@ CREATE INDEX job_parent_parent_idx ON :SCHEMA.job_parent (parent_id);
 -- The waiting jobs of a queue (stats), without the state in the predicate: a value added
 -- to the enum cannot be used in the transaction that adds it.
 CREATE INDEX job_waiting_idx ON :SCHEMA.job (queue) WHERE waiting_parents IS NOT NULL;
+
+-- The connections listening on the events channel (src/db/listener.ts), so that statements
+-- ending jobs announce them only while someone listens: a notification serializes the
+-- commits of every transaction that sends one. Rows of connections gone are pruned by the
+-- maintenance tick (a leftover only costs announcements nobody hears).
+CREATE TABLE :SCHEMA.event_listener (
+  pid integer PRIMARY KEY,
+  registered_at timestamptz NOT NULL DEFAULT now()
+);

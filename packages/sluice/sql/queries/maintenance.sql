@@ -111,3 +111,8 @@ WHERE s.started_at < coalesce($1::timestamptz, now()) - coalesce(
   (SELECT greatest(q.rate_period_ms, q.budget_period_ms, q.key_rate_period_ms, q.key_budget_period_ms)
    FROM :SCHEMA.queue q WHERE q.name = s.queue), 0
 ) * interval '1 millisecond';
+
+-- name: EventListenerPrune
+-- Registrations of connections that are gone (a process killed, a connection lost).
+DELETE FROM :SCHEMA.event_listener l
+WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = l.pid);

@@ -10,6 +10,10 @@
  */
 import pg from 'pg';
 import type { Logger } from '../types.js';
+import { sqlFor } from './sql.js';
+
+/** How long a new registration waits for the transactions running then to end (they may not announce). */
+const AWAIT_WRITERS_MS = 2000;
 
 type Wake = () => void;
 /** A job's id, or `null`: notifications may have been missed, look up what is running. */
@@ -45,6 +49,8 @@ export class Listener {
     private readonly cancelChannel: string,
     private readonly eventsChannel: string,
     private readonly logger: Logger,
+    /** The schema whose event_listener table registers this connection (sql/functions/events.sql). */
+    private readonly schema: string,
   ) {}
 
   /** Wake `fn` on notifications for `queue`. Returns the unsubscribe function. */
@@ -78,11 +84,17 @@ export class Listener {
     if (this.client && this.eventsState === 'off') void this.listenEvents(this.client);
     return () => {
       this.eventSubscribers.delete(fn);
-      if (this.eventSubscribers.size === 0 && this.client && this.eventsState === 'on') {
-        this.eventsState = 'off';
-        this.client.query(`UNLISTEN ${quoted(this.eventsChannel)}`).catch(() => undefined);
-      }
+      if (this.eventSubscribers.size === 0 && this.client && this.eventsState === 'on') this.stopListeningEvents(this.client);
     };
+  }
+
+  /** No one follows events any more: not listened on, and no longer announced for this connection. */
+  private stopListeningEvents(client: pg.Client): void {
+    this.eventsState = 'off';
+    client
+      .query(`UNLISTEN ${quoted(this.eventsChannel)}`)
+      .then(() => client.query(this.statement('EventListenerUnregister')))
+      .catch(() => undefined);
   }
 
   /** Resolves once the events channel is listened on (after a reconnect, too). */
@@ -91,10 +103,19 @@ export class Listener {
     return new Promise((resolve) => this.eventsWaiters.push(resolve));
   }
 
+  private statement(name: string): string {
+    return sqlFor(this.schema).query(name).text;
+  }
+
   private async listenEvents(client: pg.Client): Promise<void> {
     this.eventsState = 'pending';
     try {
+      // Listening, then registered so that ends are announced, then past every transaction
+      // that may have looked for listeners before the registration (events.sql).
       await client.query(`LISTEN ${quoted(this.eventsChannel)}`);
+      await client.query(this.statement('EventListenerRegister'));
+      const { rows } = await client.query(this.statement('EventListenerAwaitWriters'), [AWAIT_WRITERS_MS]);
+      if (!rows[0]?.ended) this.logger.warn({ waitedMs: AWAIT_WRITERS_MS }, 'sluice: transactions older than the events registration still run; an end they write may go unannounced');
     } catch {
       // The connection failed: its loss reconnects, and listens again.
       if (this.client === client) this.eventsState = 'off';
@@ -102,6 +123,8 @@ export class Listener {
     }
     if (this.client !== client) return;
     this.eventsState = 'on';
+    // Every subscriber left while this was under way.
+    if (this.eventSubscribers.size === 0) this.stopListeningEvents(client);
     const waiters = this.eventsWaiters;
     this.eventsWaiters = [];
     for (const resolve of waiters) resolve();
@@ -181,6 +204,8 @@ export class Listener {
     await this.connecting;
     const client = this.client;
     this.client = null;
+    // Ends stop being announced for this connection now, not at the next prune.
+    if (client && this.eventsState !== 'off') await client.query(this.statement('EventListenerUnregister')).catch(() => undefined);
     await client?.end().catch(() => undefined);
   }
 }

@@ -16,7 +16,7 @@ import type { Db } from '../db/db.js';
 import { reportDead } from '../queue/dead.js';
 import { toJob } from '../queue/rows.js';
 import type { Emit, Job, Logger } from '../types.js';
-import { pruneFinished, pruneStarts } from './retention.js';
+import { pruneEventListeners, pruneFinished, pruneStarts } from './retention.js';
 import { enqueueDueSlots } from './schedules.js';
 
 export interface TickResult {
@@ -111,6 +111,7 @@ export class Maintenance {
         const scheduled = await enqueueDueSlots(db, this.deps.now(), graceMs, this.deps.logger);
         const pruned = await pruneFinished(db, this.deps.now());
         await pruneStarts(db, this.deps.now());
+        await pruneEventListeners(db);
         return { ran: true, ...swept, slotsFreed, scheduled, pruned };
       } finally {
         await db.run('MaintenanceUnlock', [], lockHolder).catch((err) => (broken = err));

@@ -39,3 +39,8 @@ export async function pruneFinished(db: Db, now: Date | null): Promise<number> {
 export async function pruneStarts(db: Db, now: Date | null): Promise<void> {
   await db.run('JobStartPrune', [now]);
 }
+
+/** Registrations of event listeners whose connections are gone (sql/functions/events.sql). */
+export async function pruneEventListeners(db: Db): Promise<void> {
+  await db.run('EventListenerPrune');
+}

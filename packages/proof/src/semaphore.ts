@@ -1,6 +1,7 @@
 /**
- * A local counting semaphore: the generation client's seatbelt. Even if the queue's
- * shared cap were misconfigured, this process never runs more generations at once.
+ * A local counting semaphore: the proof engine's run slots (run-slots.ts), and the
+ * missions generation client's seatbelt (even if the queue's shared cap were
+ * misconfigured, that process never runs more generations at once).
  */
 export class Semaphore {
   private active = 0;
