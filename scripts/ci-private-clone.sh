@@ -8,6 +8,7 @@
 # links in it are relative), so no download is needed.
 set -euo pipefail
 source_dir="$(cd "$(dirname "$0")/.." && pwd)"
+source "$source_dir/scripts/ci-summary.sh"
 user="${SLUICE_CI_USER:-sluice-ci}"
 
 run_in_clone() {
@@ -32,15 +33,7 @@ run_in_clone() {
   else
     runuser -u "$who" -- env -u DATABASE_URL -u TEST_DATABASE_URL HOME="$(getent passwd "$who" | cut -d: -f6)" bash -c "$cmd" >"$log" 2>&1 || status=$?
   fi
-  local passed failed skipped
-  passed="$(sed -n 's/^# pass //p' "$log" | tail -1)"
-  failed="$(sed -n 's/^# fail //p' "$log" | tail -1)"
-  skipped="$(sed -n 's/^# skipped //p' "$log" | tail -1)"
-  echo "  as $who: ${passed:-0} proof tests passed, ${failed:-?} failed, ${skipped:-0} skipped (exit $status)"
-  if [ "$status" -ne 0 ]; then
-    grep -E '^not ok|^# Subtest' "$log" | grep -B1 '^not ok' || true
-    tail -n 80 "$log"
-  fi
+  summarize_tap_log "$log" "$status" "as $who: proof tests"
   rm -rf "$dir" "$log"
   return "$status"
 }

@@ -1,150 +1,71 @@
 #!/usr/bin/env python3
-"""A Sluice worker in Python, using only the standard library and the pull-worker HTTP API.
+"""A Sluice worker in Python, on the Python client (clients/python, standard library only).
 
-It claims jobs from a queue, runs `handle(job)` on each, and completes the job with the
-returned result, or fails it with the exception and its traceback (Sluice retries with
-backoff, then keeps the job as a dead letter). While a job runs, a thread heartbeats its
-lease; if the lease is lost (HTTP 409) the result is discarded, as Sluice fences it out.
+It claims jobs from a queue and runs `handle(context)` on each: the returned value completes
+the job, an exception fails it with its traceback (Sluice retries with backoff, then keeps
+the job as a dead letter). The client heartbeats each job's lease while it runs; when a
+heartbeat says the job was cancelled, `context.cancelled` is set and the handler stops.
 
+    pip install ../../clients/python
     SLUICE_URL=http://127.0.0.1:8080 SLUICE_API_TOKEN=... python3 worker.py --queue demo
 
-Options: --batch N (jobs per claim), --lease-seconds S, --exit-when-idle (stop once a claim
-comes back empty; used by the tests), --poll-seconds S (wait between empty claims).
+Options: --concurrency N (jobs at once), --lease-seconds S, --exit-when-idle (stop once a
+claim comes back empty and nothing runs; used by the tests), --poll-seconds S.
 """
 import argparse
-import json
+import logging
 import os
-import socket
 import sys
-import threading
-import time
-import traceback
-import urllib.error
-import urllib.request
+
+from sluice_client import JobContext, SluiceClient, Worker
 
 
-class LeaseLost(Exception):
-    """The server answered 409: the lease expired, the job was cancelled or finished."""
-
-
-class SluiceClient:
-    def __init__(self, url, token, timeout_seconds=30):
-        self.url = url.rstrip("/")
-        self.token = token
-        self.timeout_seconds = timeout_seconds
-
-    def post(self, path, body):
-        request = urllib.request.Request(
-            self.url + path,
-            data=json.dumps(body).encode("utf-8"),
-            method="POST",
-            headers={"Authorization": "Bearer " + self.token, "Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
-                return json.loads(response.read().decode("utf-8"))
-        except urllib.error.HTTPError as error:
-            answer = json.loads(error.read().decode("utf-8") or "{}")
-            if error.code == 409:
-                raise LeaseLost(answer.get("message", "lease lost")) from None
-            raise RuntimeError("%s %s: HTTP %d %s: %s" % ("POST", path, error.code, answer.get("error"), answer.get("message"))) from None
-
-    def claim(self, queue, max_jobs, lease_seconds, worker_id):
-        body = {"max": max_jobs, "leaseSeconds": lease_seconds, "workerId": worker_id}
-        return self.post("/api/queues/%s/claim" % queue, body)["jobs"]
-
-    def heartbeat(self, job_id, lease_token, lease_seconds):
-        return self.post("/api/jobs/%s/heartbeat" % job_id, {"leaseToken": lease_token, "leaseSeconds": lease_seconds})
-
-    def complete(self, job_id, lease_token, result):
-        return self.post("/api/jobs/%s/complete" % job_id, {"leaseToken": lease_token, "result": result})
-
-    def fail(self, job_id, lease_token, exception):
-        error = {
-            "message": str(exception) or type(exception).__name__,
-            "name": type(exception).__name__,
-            "stack": "".join(traceback.format_exception(type(exception), exception, exception.__traceback__)),
-        }
-        return self.post("/api/jobs/%s/fail" % job_id, {"leaseToken": lease_token, "error": error})
-
-
-def handle(job):
+def handle(context: JobContext):
     """The work itself. Replace with yours: return a JSON value, or raise to fail the attempt."""
-    data = job["data"] or {}
+    data = context.job.data or {}
     if isinstance(data, dict) and data.get("fail"):
         raise ValueError("asked to fail: %r" % (data.get("fail"),))
+    if isinstance(data, dict) and isinstance(data.get("waitSeconds"), (int, float)):
+        # Long work, in steps: a cancellation stops it between two (raises JobCancelledError).
+        for _ in range(int(data["waitSeconds"] * 10)):
+            if context.cancelled.wait(0.1):
+                break
+        context.raise_if_cancelled()
+        return {"waited": data["waitSeconds"], "by": "python"}
     if isinstance(data, dict) and isinstance(data.get("n"), (int, float)):
         return {"doubled": data["n"] * 2, "by": "python"}
     return {"echo": data, "by": "python"}
 
 
-class Heartbeat(threading.Thread):
-    """Extends the lease every third of it while the handler runs."""
-
-    def __init__(self, client, job, lease_seconds):
-        super().__init__(daemon=True)
-        self.client, self.job, self.lease_seconds = client, job, lease_seconds
-        self.stopped = threading.Event()
-        self.lost = False
-
-    def run(self):
-        while not self.stopped.wait(max(1.0, self.lease_seconds / 3.0)):
-            try:
-                self.client.heartbeat(self.job["id"], self.job["leaseToken"], self.lease_seconds)
-            except LeaseLost:
-                self.lost = True
-                return
-            except Exception as error:  # a transient failure: the next beat may succeed
-                print("heartbeat of job %s failed: %s" % (self.job["id"], error), file=sys.stderr)
-
-
-def run_job(client, job, lease_seconds):
-    beat = Heartbeat(client, job, lease_seconds)
-    beat.start()
-    try:
-        try:
-            result = handle(job)
-        except Exception as error:
-            beat.stopped.set()
-            client.fail(job["id"], job["leaseToken"], error)
-            print("job %s failed: %s" % (job["id"], error))
-            return
-        beat.stopped.set()
-        client.complete(job["id"], job["leaseToken"], result)
-        print("job %s completed" % job["id"])
-    except LeaseLost as lost:
-        print("job %s: result discarded, %s" % (job["id"], lost), file=sys.stderr)
-    finally:
-        beat.stopped.set()
-
-
-def main():
+def main() -> int:
     parser = argparse.ArgumentParser(description="A Sluice pull worker")
     parser.add_argument("--queue", required=True)
     parser.add_argument("--url", default=os.environ.get("SLUICE_URL", "http://127.0.0.1:8080"))
-    parser.add_argument("--batch", type=int, default=5)
+    parser.add_argument("--concurrency", type=int, default=5)
     parser.add_argument("--lease-seconds", type=int, default=60)
+    parser.add_argument("--heartbeat-seconds", type=float, default=None)
     parser.add_argument("--poll-seconds", type=float, default=1.0)
     parser.add_argument("--exit-when-idle", action="store_true")
     args = parser.parse_args()
     token = os.environ.get("SLUICE_API_TOKEN")
     if not token:
         parser.error("set SLUICE_API_TOKEN")
-    client = SluiceClient(args.url, token)
-    worker_id = "python:%s:%d" % (socket.gethostname(), os.getpid())
-    while True:
-        jobs = client.claim(args.queue, args.batch, args.lease_seconds, worker_id)
-        if not jobs:
-            if args.exit_when_idle:
-                return 0
-            time.sleep(args.poll_seconds)
-            continue
-        for job in jobs:
-            run_job(client, job, args.lease_seconds)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    worker = Worker(
+        SluiceClient(args.url, token),
+        args.queue,
+        handle,
+        concurrency=args.concurrency,
+        lease_seconds=args.lease_seconds,
+        heartbeat_seconds=args.heartbeat_seconds,
+        poll_seconds=args.poll_seconds,
+    )
+    try:
+        worker.run(exit_when_idle=args.exit_when_idle)
+    except KeyboardInterrupt:
+        worker.stop()
+    return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.exit(0)
+    sys.exit(main())

@@ -2,14 +2,34 @@
  * The systems the harness can measure, by command-line name. Each adapter is loaded on
  * demand: a worker process holds its own system's library only, so the memory it reports
  * is that system's, not every peer's.
+ *
+ * The peers' libraries are not dependencies of the product (they need a newer Node than
+ * Sluice does): they and their adapters live in peers/, installed and built by the bench's
+ * own step, `npm run peers -w bench`.
  */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { Adapter } from '../adapter.js';
+
+/** Where `npm run peers -w bench` builds a peer's adapter (the peers' tsconfig has the bench as its root). */
+const peerAdapterUrl = (file: string) => new URL(`../../peers/dist/peers/src/${file}.js`, import.meta.url);
+
+/** True when the peers' install step has run (and built their adapters). */
+export const peersInstalled = (): boolean => existsSync(fileURLToPath(peerAdapterUrl('graphile')));
+
+async function loadPeer(file: string, exported: string): Promise<Adapter> {
+  const url = peerAdapterUrl(file);
+  if (!existsSync(fileURLToPath(url))) {
+    throw new Error(`the peers are installed only for the benchmark: run \`npm run peers -w bench\` first (Node 22.18 or later)`);
+  }
+  return (await import(url.href))[exported] as Adapter;
+}
 
 const loaders: Record<string, () => Promise<Adapter>> = {
   sluice: async () => (await import('./sluice.js')).sluiceAdapter,
-  pgboss: async () => (await import('./pgboss.js')).pgbossAdapter,
-  graphile: async () => (await import('./graphile.js')).graphileAdapter,
-  'bullmq-pg': async () => (await import('./bullmq-pg.js')).bullmqPgAdapter,
+  pgboss: () => loadPeer('pgboss', 'pgbossAdapter'),
+  graphile: () => loadPeer('graphile', 'graphileAdapter'),
+  'bullmq-pg': () => loadPeer('bullmq-pg', 'bullmqPgAdapter'),
 };
 
 export const SYSTEMS = Object.keys(loaders);

@@ -5,8 +5,8 @@
  * by the backend on every claim, the direct peer of Sluice's cap.
  */
 import { Queue, Worker, createPostgresBackend } from 'bullmq';
-import type { Adapter, AdapterContext, OnJob, VariantPlan } from '../adapter.js';
-import { packageVersion } from './version.js';
+import type { Adapter, AdapterContext, OnJob, VariantPlan } from '../../src/adapter.js';
+import { packageVersion } from '../../src/adapters/version.js';
 
 const DEFAULTS = 'defaults';
 const CAP_ON = 'cap-on';

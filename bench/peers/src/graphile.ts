@@ -12,8 +12,8 @@
  */
 import pg from 'pg';
 import { Logger, makeWorkerUtils, run, type Runner, type RunnerOptions, type WorkerUtils } from 'graphile-worker';
-import { keyOf, type Adapter, type AdapterContext, type VariantPlan } from '../adapter.js';
-import { packageVersion } from './version.js';
+import { keyOf, type Adapter, type AdapterContext, type VariantPlan } from '../../src/adapter.js';
+import { packageVersion } from '../../src/adapters/version.js';
 
 const logger = new Logger(() => (level, message) => {
   if (level === 'error' || level === 'warning') console.error(`graphile-worker ${level}: ${message}`);

@@ -9,8 +9,8 @@
  * - `per-key`: tuned, with each job in the group of its key and `groupConcurrency`.
  */
 import { PgBoss, type ConstructorOptions, type Queue, type WorkOptions } from 'pg-boss';
-import { keyOf, type Adapter, type AdapterContext, type AdapterOptions, type VariantPlan } from '../adapter.js';
-import { packageVersion } from './version.js';
+import { keyOf, type Adapter, type AdapterContext, type AdapterOptions, type VariantPlan } from '../../src/adapter.js';
+import { packageVersion } from '../../src/adapters/version.js';
 
 const DEFAULTS = 'defaults';
 const TUNED = 'tuned';

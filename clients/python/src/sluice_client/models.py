@@ -1,0 +1,85 @@
+"""What the server answers, as typed values. `raw` keeps the whole answer, so fields the
+server adds later are never lost to a client that predates them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Dict, List, Optional
+
+JSON = Any
+"""Any JSON value: what a payload or a result may be."""
+
+FINAL_STATES = frozenset({"completed", "dead", "cancelled"})
+
+
+def _time(value: Any) -> Optional[datetime]:
+    if not isinstance(value, str):
+        return None
+    # fromisoformat before 3.11 does not read a trailing Z.
+    return datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
+
+
+@dataclass(frozen=True)
+class SendResult:
+    id: str
+    deduplicated: bool = False
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    queue: str
+    state: str
+    data: JSON
+    result: JSON
+    attempts: int
+    max_attempts: int
+    key: Optional[str]
+    errors: List[Dict[str, Any]]
+    created_at: Optional[datetime]
+    finished_at: Optional[datetime]
+    lease_expires_at: Optional[datetime]
+    worker_id: Optional[str]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def is_final(self) -> bool:
+        """Completed, dead or cancelled: nothing will change it but a replay."""
+        return self.state in FINAL_STATES
+
+    @classmethod
+    def from_json(cls, body: Dict[str, Any]) -> "Job":
+        return cls(
+            id=str(body["id"]),
+            queue=body.get("queue", ""),
+            state=body["state"],
+            data=body.get("data"),
+            result=body.get("result"),
+            attempts=int(body.get("attempts") or 0),
+            max_attempts=int(body.get("maxAttempts") or 0),
+            key=body.get("key"),
+            errors=list(body.get("errors") or []),
+            created_at=_time(body.get("createdAt")),
+            finished_at=_time(body.get("finishedAt")),
+            lease_expires_at=_time(body.get("leaseExpiresAt")),
+            worker_id=body.get("workerId"),
+            raw=body,
+        )
+
+
+@dataclass(frozen=True)
+class ClaimedJob(Job):
+    """A job this worker holds: `lease_token` must accompany its heartbeats, completion or failure."""
+
+    lease_token: str = ""
+
+    @classmethod
+    def from_json(cls, body: Dict[str, Any]) -> "ClaimedJob":
+        job = Job.from_json(body)
+        return cls(**{**job.__dict__, "lease_token": body["leaseToken"]})
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    lease_expires_at: Optional[datetime]
+    cancel_requested: bool
