@@ -168,10 +168,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A job: payload, state, attempts and their errors, cost, timings */
+        /**
+         * A job: payload, state, attempts and their errors, cost, timings
+         * @description With waitMs (a long poll, at most 60000 ms): answered as soon as the job ends (completed, dead or cancelled), or when waitMs passes with the job as it is then; 200 either way, the state says which.
+         */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description wait up to this long for the job to end (at most 60000); 0: answer at once */
+                    waitMs?: number;
+                };
                 header?: never;
                 path: {
                     /** @description job id */
@@ -542,6 +548,138 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A job's state changes as server-sent events: its state at connect, one `state` event per change, closed once it ended
+         * @description Events: `state` (data: the job, as GET /api/jobs/:id answers it), `gone` (retention removed it). A comment line every 15 s keeps proxies open. The stream closes after the job completed, died or was cancelled.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description job id */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description text/event-stream */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/queues/{queue}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A queue's job ends as server-sent events, from any process: completed, failed, dead, cancelled, and gap
+         * @description Each event's data is { type, jobId, queue, at }. At most once: a `gap` event (data { type: 'gap', queue, at }) means some events may have been missed (the server reconnected to the database, or this client fell behind); re-read the jobs you follow (GET /api/jobs/:id). A comment line every 15 s keeps proxies open.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description queue name (the library checks its characters) */
+                    queue: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description text/event-stream */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2169,6 +2307,87 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/hooks/{source}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take in a signed webhook delivery: 202 enqueued, 200 a replayed delivery, 401 bad signature
+         * @description Authenticated by the signature, not a token: X-Hub-Signature-256 (and X-GitHub-Delivery, X-GitHub-Event) for a github source; the configured signature and delivery-id headers (default X-Signature-256, Idempotency-Key) for an hmac-sha256 source. The body must be application/json. Answered within the acknowledgement bound (default 4 s).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    source: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id?: string;
+                            deliveryId?: string;
+                            duplicate?: boolean;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id?: string;
+                            deliveryId?: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
