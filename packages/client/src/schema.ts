@@ -46,6 +46,13 @@ export interface paths {
                         cost?: number;
                         /** @description each attempt may run this long; then it fails as timed out */
                         timeoutMs?: number;
+                        /** @description parent jobs: this one waits (state waiting) until every one has ended, then runs */
+                        dependsOn?: string[];
+                        /**
+                         * @description with dependsOn: a parent ending dead or cancelled cancels this job (default) or lets it run
+                         * @enum {string}
+                         */
+                        onParentFailure?: "cancel" | "run";
                     };
                 };
             };
@@ -259,6 +266,86 @@ export interface paths {
                             finishedAt?: string | null;
                         } & {
                             [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/{id}/links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A job's parents (its dependsOn) and children, with their states */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description job id */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            parents?: ({
+                                /** @description job id */
+                                id?: string;
+                                queue?: string | null;
+                                state?: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            children?: ({
+                                /** @description job id */
+                                id?: string;
+                                queue?: string | null;
+                                state?: string | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
                         };
                     };
                 };

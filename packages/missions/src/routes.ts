@@ -84,7 +84,8 @@ export async function missionsRoutes(app: FastifyInstance, { missions, apiAuth, 
   // is, then (if still queued) once its grading job has ended, woken by the job's end.
   // Comments every 15 s keep proxies from closing a quiet stream; a client that goes away
   // ends the wait.
-  app.get<{ Params: { id: string } }>('/api/submissions/:id/events', { onRequest: apiAuth, schema: { params: id } }, async (request, reply) => {
+  // No HEAD twin: a stream has no headers-only answer.
+  app.get<{ Params: { id: string } }>('/api/submissions/:id/events', { onRequest: apiAuth, exposeHeadRoute: false, schema: { params: id } }, async (request, reply) => {
     const first = await missions.getSubmission(request.params.id);
     reply.hijack();
     const out = reply.raw;

@@ -407,9 +407,17 @@ function jobView(id) {
   const body = h('div');
   const root = h('section', { 'aria-labelledby': 'job-title' }, h('h2', { id: 'job-title' }, `Job #${id}`), h('p', { class: 'legend', id: 'job-live' }, ''), body);
   let following = null;
+  // Its parents and children (dependsOn), read once per visit; their states as of then.
+  let links = null;
+  let shown = null;
   const live = (text) => ($('job-live').textContent = text);
+  const linkList = (title, list, name) => list.length === 0 ? null : [
+    h('h3', {}, `${title} (${list.length})`),
+    h('ul', { 'data-field': name }, list.map((j) => h('li', {}, h('a', { href: `#/jobs/${j.id}` }, `#${j.id}`), ` · ${j.queue ?? '(removed)'} · ${j.state ?? 'removed'}`))),
+  ];
 
   function render(job) {
+    shown = job;
     if (!job) return body.replaceChildren(h('p', {}, `Job ${id} does not exist (or retention removed it).`));
     const field = (label, value) => [h('dt', {}, label), h('dd', {}, value)];
     const actions = h('div', { class: 'actions' });
@@ -434,6 +442,8 @@ function jobView(id) {
         field('Lease expires', fmtTime(job.leaseExpiresAt)),
         field('Worker', job.workerId ?? '—')),
       actions,
+      links ? linkList('Waits for', links.parents, 'parents') : null,
+      links ? linkList('Jobs waiting for it', links.children, 'children') : null,
       h('h3', {}, 'Payload'), h('pre', { id: 'job-payload' }, pretty(job.data)),
       job.result !== null && job.result !== undefined ? [h('h3', {}, 'Result'), h('pre', { id: 'job-result' }, pretty(job.result))] : null,
       h('h3', {}, `Failed attempts (${job.errors.length})`),
@@ -451,6 +461,12 @@ function jobView(id) {
     live: false,
     // (Re)follows the job unless a stream is open: after a replay, a job that had ended runs again.
     async refresh() {
+      if (!links) {
+        apiCall('GET', `/api/jobs/${id}/links`).then((l) => {
+          links = l;
+          if (shown) render(shown);
+        }, () => undefined);
+      }
       if (following) return;
       const stream = followJob(id, render);
       following = stream;

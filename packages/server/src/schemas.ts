@@ -49,7 +49,31 @@ const startWindow = (amount: 'count' | 'units', description: string, amountDescr
 export const sendBody = {
   type: 'object',
   additionalProperties: false,
-  properties: { data: { description: 'the payload: any JSON value (default null)' }, ...sendOptions },
+  properties: {
+    data: { description: 'the payload: any JSON value (default null)' },
+    ...sendOptions,
+    dependsOn: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 1000,
+      items: jobId,
+      description: 'parent jobs: this one waits (state waiting) until every one has ended, then runs',
+    },
+    onParentFailure: { type: 'string', enum: ['cancel', 'run'], description: 'with dependsOn: a parent ending dead or cancelled cancels this job (default) or lets it run' },
+  },
+} as const;
+
+const jobLink = {
+  type: 'object',
+  additionalProperties: true,
+  properties: { id: jobId, queue: { type: ['string', 'null'] }, state: { type: ['string', 'null'] } },
+} as const;
+
+/** A job's parents (its dependsOn) and children (the jobs that named it in theirs). */
+export const jobLinksResponse = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { parents: { type: 'array', items: jobLink }, children: { type: 'array', items: jobLink } },
 } as const;
 
 export const sendManyBody = {

@@ -190,6 +190,8 @@ test("a job's page updates live from its event stream, without polling the job",
   const { sluice } = server;
   await sluice.queues.put('reports', { maxAttempts: 3, backoff: { baseMs: 0, maxMs: 0 } });
   const { id } = await sluice.send('reports', { month: '2026-11' });
+  // A job that waits for it: the page links the two.
+  const child = await sluice.send('reports', { summary: true }, { dependsOn: [id] });
 
   const page = await signedIn(server.url);
   await waitFor(async () => (await page.locator('[data-queue="reports"]').count()) === 1, { message: 'signed in, on the overview' });
@@ -198,6 +200,7 @@ test("a job's page updates live from its event stream, without polling the job",
   await page.evaluate((jobId) => (location.hash = `#/jobs/${jobId}`), id);
   await waitFor(async () => (await text(page, '#job-state')) === 'pending', { message: 'the job page, pending' });
   await waitFor(async () => /^Live/.test(await text(page, '#job-live')), { message: 'the page says it follows the job' });
+  await waitFor(async () => (await text(page, '[data-field="children"]')).includes(`#${child.id} · reports · waiting`), { message: 'the job waiting for it, linked' });
 
   // A worker fails the first attempt (a retry): the page shows the failed attempt...
   const [first] = await sluice.claim('reports', { max: 1 });

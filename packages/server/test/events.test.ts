@@ -172,3 +172,19 @@ test('1,000 jobs followed at once, each by its own stream, and their queue by on
     sluice.get = get;
   }
 });
+
+test('a send over HTTP may wait for parents; GET /api/jobs/:id/links shows parents and children; unknown parents are a 422', async () => {
+  const parent = await producer('POST', '/api/queues/reports/jobs', { data: 'parent' });
+  const child = await producer('POST', '/api/queues/reports/jobs', { data: 'child', dependsOn: [parent.body.id], onParentFailure: 'run' });
+  assert.equal(child.status, 202, child.text);
+  assert.equal((await sluice.get(child.body.id))?.state, 'waiting');
+  const links = await producer('GET', `/api/jobs/${child.body.id}/links`);
+  assert.deepEqual(links.body, { parents: [{ id: parent.body.id, queue: 'reports', state: 'pending' }], children: [] });
+  const parentLinks = await producer('GET', `/api/jobs/${parent.body.id}/links`);
+  assert.deepEqual(parentLinks.body.children, [{ id: child.body.id, queue: 'reports', state: 'waiting' }]);
+  const orphan = await producer('POST', '/api/queues/reports/jobs', { data: 'x', dependsOn: ['987654321'] });
+  assert.deepEqual([orphan.status, orphan.body.error], [422, 'parent_not_found'], orphan.text);
+  assert.equal((await producer('GET', '/api/jobs/987654321/links')).status, 404);
+  await sluice.cancel(parent.body.id);
+  await sluice.cancel(child.body.id);
+});

@@ -30,7 +30,8 @@ const API = new Set([
   'POST /api/queues/:queue/claim', 'POST /api/jobs/:id/heartbeat', 'POST /api/jobs/:id/complete', 'POST /api/jobs/:id/fail',
   'POST /api/missions/request', 'GET /api/instances/:id', 'HEAD /api/instances/:id', 'POST /api/instances/:id/submissions',
   'GET /api/submissions/:id', 'HEAD /api/submissions/:id', 'GET /api/missions/requests/:jobId', 'HEAD /api/missions/requests/:jobId',
-  'GET /api/jobs/:id/events', 'GET /api/queues/:queue/events', 'GET /api/submissions/:id/events', 'HEAD /api/submissions/:id/events',
+  'GET /api/jobs/:id/events', 'GET /api/queues/:queue/events', 'GET /api/submissions/:id/events',
+  'GET /api/jobs/:id/links', 'HEAD /api/jobs/:id/links',
 ]);
 
 /** Routes authenticated by a signature over the body instead of a token (webhook intake): 401 without a valid one, whatever the token. */

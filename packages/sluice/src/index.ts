@@ -28,7 +28,7 @@ export { Discard, Snooze, JobTimeout, JobCancelled } from './worker/outcomes.js'
 export type { TickResult } from './maintenance/maintenance.js';
 export type { Schedule, SchedulePolicy, CatchUp } from './maintenance/schedules.js';
 export type { DeadLetterFilter, DeadLetterPage } from './queue/dead-letters.js';
-export type { JobEvent, ResultOptions, EventsOptions } from './queue/results.js';
+export type { JobEvent, JobEventIterator, ResultOptions, EventsOptions } from './queue/results.js';
 export { migrateSchema, type MigrateResult, type SchemaMigration } from './db/migrate.js';
 export type {
   Job,

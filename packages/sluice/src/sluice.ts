@@ -18,7 +18,7 @@ import { reportDead } from './queue/dead.js';
 import { DeadLetters } from './queue/dead-letters.js';
 import { Jobs } from './queue/jobs.js';
 import { sendFlow } from './queue/flow.js';
-import { Results, type EventsOptions, type JobEvent, type ResultOptions } from './queue/results.js';
+import { Results, type EventsOptions, type JobEventIterator, type ResultOptions } from './queue/results.js';
 import { Waker } from './queue/waker.js';
 import { Schedules } from './maintenance/schedules.js';
 import { Queues } from './queue/queues.js';
@@ -364,9 +364,10 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   /**
    * Jobs' ends (completed, failed, dead, cancelled) of `queue`, or of every queue for
    * `null`, announced by any process, as an async iterator: at most once, with a `gap`
-   * event wherever some may have been missed (see src/queue/results.ts).
+   * event wherever some may have been missed (see src/queue/results.ts). Await its `ready`
+   * to know that ends written from then on reach it.
    */
-  events(queue: string | null, opts?: EventsOptions): AsyncIterableIterator<JobEvent> {
+  events(queue: string | null, opts?: EventsOptions): JobEventIterator {
     this.assertOpen();
     return this.results.events(queue, opts);
   }

@@ -68,6 +68,8 @@ export class WebhookRelay {
     if (!(await this.sluice.queues.get(WEBHOOK_QUEUE))) await this.sluice.queues.put(WEBHOOK_QUEUE, WEBHOOK_QUEUE_POLICY);
     const events = this.sluice.events(null, { signal: this.stopping.signal });
     this.relaying = this.relay(events);
+    // Ends written once start() returns are relayed.
+    await events.ready;
     this.worker = this.sluice.work(WEBHOOK_QUEUE, { concurrency: this.options.concurrency ?? 4 }, (job) => this.deliver(job as Job<WebhookDelivery>));
   }
 

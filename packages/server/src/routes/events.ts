@@ -135,6 +135,8 @@ export function eventRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteCont
       if (!(await sluice.queues.get(queue))) throw new QueueNotFoundError(queue);
       const stream = streams.create(reply);
       const events = sluice.events(queue, { signal: stream.signal });
+      // Opened once ends reach it: a client that sees the stream open misses none after.
+      await events.ready;
       stream.open();
       try {
         for await (const event of events) stream.send(event.type, wire(event));

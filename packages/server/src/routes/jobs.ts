@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { JobCancelledError, JobDeadError, JobNotFoundError, ResultTimeoutError, type Job, type SendOptions, type Sluice } from 'sluice';
 import type { RouteContext } from '../context.js';
-import { jobParams, jobQuery, jobResponse, MAX_WAIT_MS, queueParams, sendBody, sendManyBody } from '../schemas.js';
+import { jobLinksResponse, jobParams, jobQuery, jobResponse, MAX_WAIT_MS, queueParams, sendBody, sendManyBody } from '../schemas.js';
 
 interface SendRequestBody {
   data?: unknown;
@@ -14,6 +14,8 @@ interface SendRequestBody {
   maxAttempts?: number;
   cost?: number;
   timeoutMs?: number;
+  dependsOn?: string[];
+  onParentFailure?: 'cancel' | 'run';
 }
 
 function sendOptionsOf(body: SendRequestBody): SendOptions {
@@ -106,6 +108,25 @@ export function jobRoutes(app: FastifyInstance, { sluice, apiAuth, adminAuth }: 
       } finally {
         reply.raw.off('close', onClose);
       }
+    },
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/api/jobs/:id/links',
+    {
+      onRequest: apiAuth,
+      schema: {
+        tags: ['producers'],
+        summary: "A job's parents (its dependsOn) and children, with their states",
+        params: jobParams,
+        response: { 200: jobLinksResponse },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      if (!(await sluice.get(id))) throw new JobNotFoundError(id);
+      const [parents, children] = await Promise.all([sluice.parents(id), sluice.children(id)]);
+      return { parents: parents.map(({ id, queue, state }) => ({ id, queue, state })), children };
     },
   );
 

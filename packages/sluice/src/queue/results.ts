@@ -27,6 +27,11 @@ export interface ResultOptions {
   signal?: AbortSignal;
 }
 
+/** Jobs' ends as they are announced; `ready` resolves once announcements reach it (a connection listens and is registered). */
+export interface JobEventIterator extends AsyncIterableIterator<JobEvent> {
+  readonly ready: Promise<void>;
+}
+
 export interface EventsOptions {
   signal?: AbortSignal;
   /** Events kept for a consumer that is behind; past it, they are dropped for one `gap`. Default 10,000. */
@@ -114,7 +119,7 @@ export class Results {
    * iterator, until the signal aborts or the loop breaks. At most once, with `gap` events as
    * described at the top of this file.
    */
-  events(queue: string | null, opts: EventsOptions = {}): AsyncIterableIterator<JobEvent> {
+  events(queue: string | null, opts: EventsOptions = {}): JobEventIterator {
     if (queue !== null) validateQueueName(queue);
     const bufferSize = validateInt(opts.bufferSize, 'bufferSize', { min: 1, max: 1_000_000 }) ?? 10_000;
     if (!this.listener) {
@@ -153,11 +158,13 @@ export class Results {
       pending = null;
     };
     this.follow(follower);
+    const ready = this.listener.eventsReady();
     opts.signal?.addEventListener('abort', finish);
     this.onClose.add(finish);
     if (opts.signal?.aborted) finish();
 
-    const iterator: AsyncIterableIterator<JobEvent> = {
+    const iterator: JobEventIterator = {
+      ready,
       next: () => {
         if (buffer.length > 0) {
           const value = buffer.shift()!;
