@@ -53,10 +53,12 @@ test('claim race: 7 worker processes, 5,000 jobs: every job runs, none twice', a
   const client = await prepareSpanTable();
   const q = uniqueQueue('race');
   await sluice.queues.put(q, {});
-  for (let i = 0; i < 5; i++) await sluice.sendMany(q, Array.from({ length: 1000 }, (_, j) => ({ data: i * 1000 + j })));
+  // Every worker ready before the first job: one that starts late (its process loading on a
+  // busy host) would otherwise find the queue drained by the others.
   const children = await Promise.all(
     Array.from({ length: 7 }, () => spawnWorker({ url: db.url, queue: q, mode: 'record', concurrency: 10 })),
   );
+  for (let i = 0; i < 5; i++) await sluice.sendMany(q, Array.from({ length: 1000 }, (_, j) => ({ data: i * 1000 + j })));
   await waitFor(async () => (await sluice.stats(q)).completed === 5000, { timeoutMs: 300_000, message: '5,000 completed' });
   await Promise.all(children.map(stopWorker));
   const { rows } = await client.query(
