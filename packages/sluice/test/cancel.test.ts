@@ -63,9 +63,11 @@ test(`cancel across 4 processes: ${JOBS} running jobs cancelled, each handler's 
 
   while ((await ended()) < JOBS) {
     if (!victim && cancelledAt.size >= JOBS / 3) {
-      // Cancel what a worker runs, then kill it before its handlers can answer.
+      // Cancel what a worker runs, then kill it: stopped first (SIGSTOP), so that none of its
+      // handlers can answer a cancel before the kill.
       victim = children.find((c) => c.messages.some((m) => m.type === 'started' && !cancelledAt.has(m.id!))) ?? null;
       if (victim) {
+        victim.proc.kill('SIGSTOP');
         for (const m of victim.messages) if (m.type === 'started' && !cancelledAt.has(m.id!)) {
           cancelledAt.set(m.id!, process.hrtime.bigint());
           await sluice.cancel(m.id!);
