@@ -77,12 +77,12 @@ test('exact global cap: 7 processes × 20 local slots against a cap of 40; overl
   const client = await prepareSpanTable();
   const q = uniqueQueue('cap');
   await sluice.queues.put(q, { concurrency: 40 });
-  await sluice.sendMany(q, Array.from({ length: 2000 }, (_, i) => ({ data: i })));
+  await sluice.sendMany(q, Array.from({ length: 1200 }, (_, i) => ({ data: i })));
   // Jobs long against a slot's handoff (claim round trip, a busy child's event loop on 2 shared
-  // cores), so that reaching the cap measures the engine, not the scheduler: with 5–20 ms jobs
-  // a loaded machine once peaked at 37.
+  // cores), so that reaching the cap measures the engine, not the scheduler: with 30–60 ms jobs
+  // a loaded machine once peaked at 37 handlers while the table held 40 active.
   const children = await Promise.all(
-    Array.from({ length: 7 }, () => spawnWorker({ url: db.url, queue: q, mode: 'record', concurrency: 20, runMs: [30, 60] })),
+    Array.from({ length: 7 }, () => spawnWorker({ url: db.url, queue: q, mode: 'record', concurrency: 20, runMs: [150, 250] })),
   );
   // Sample the engine's own count while the run goes on: active jobs holding a cap slot
   // (jobs claimed ahead wait with slot 0 and hold none; executor.ts).
@@ -90,7 +90,7 @@ test('exact global cap: 7 processes × 20 local slots against a cap of 40; overl
     client,
     "SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND state = 'active' AND slot <> 0",
     q,
-    waitFor(async () => (await sluice.stats(q)).completed === 2000, { timeoutMs: 300_000, message: '2,000 completed' }),
+    waitFor(async () => (await sluice.stats(q)).completed === 1200, { timeoutMs: 300_000, message: '1,200 completed' }),
   );
   await Promise.all(children.map(stopWorker));
   const { rows } = await client.query(
@@ -106,12 +106,11 @@ test('exact global cap: 7 processes × 20 local slots against a cap of 40; overl
   const overlap = rows[0].overlap;
   t.diagnostic(`handler overlap ${overlap}, sampled active ${sampledPeak}`);
   assert.ok(overlap <= 40, `handler overlap ${overlap} never exceeds the cap`);
-  assert.ok(overlap >= 38, `handler overlap ${overlap} reaches the cap at saturation`);
-  // The table's own count never passes the cap. That the cap is reached is shown by the
-  // handlers' overlap above; a polled sample can miss the brief moments at the top on 2
-  // loaded cores (once 30 with the handlers at 40), so it need only show the count it
-  // reads is the cap's: at least half of it.
-  assert.ok(sampledPeak <= 40 && sampledPeak >= 20, `sampled active count ${sampledPeak}`);
+  assert.ok(sampledPeak <= 40, `sampled active count ${sampledPeak} never exceeds the cap`);
+  // The cap is used: the engine admits up to 40 at once. Either measure shows it; each alone
+  // can miss on 2 loaded cores (a polled sample once read 30 with the handlers at 40; the
+  // handlers once overlapped 37 while the table held 40, a child's event loop late to start one).
+  assert.ok(Math.max(overlap, sampledPeak) >= 38, `the cap is reached at saturation: handlers ${overlap}, table ${sampledPeak}`);
   const held = await client.query('SELECT count(*)::int AS n FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [q]);
   assert.equal(held.rows[0].n, 0, 'with every job done, every slot is free: none was kept by a job that ended');
 });
