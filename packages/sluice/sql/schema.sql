@@ -39,6 +39,7 @@ CREATE TABLE sluice.job (
   has_children boolean,
   waiting_parents integer,
   on_parent_failure text,
+  trace_context jsonb,
   CONSTRAINT job_cost_check CHECK (cost > 0),
   CONSTRAINT job_on_parent_failure_check CHECK (on_parent_failure = ANY (ARRAY['cancel'::text, 'run'::text])),
   CONSTRAINT job_pkey PRIMARY KEY (id),
@@ -1360,7 +1361,7 @@ BEGIN
   RETURN QUERY SELECT * FROM unnest(v_rows);
 END $function$
 ;
-CREATE OR REPLACE FUNCTION sluice.send(p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamp with time zone, p_delay_ms double precision, p_priority integer, p_max_attempts integer, p_now timestamp with time zone, p_notify boolean, p_cost integer, p_timeout_ms integer, OUT id bigint, OUT deduplicated boolean)
+CREATE OR REPLACE FUNCTION sluice.send(p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamp with time zone, p_delay_ms double precision, p_priority integer, p_max_attempts integer, p_now timestamp with time zone, p_notify boolean, p_cost integer, p_timeout_ms integer, p_trace_context jsonb, OUT id bigint, OUT deduplicated boolean)
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
@@ -1375,8 +1376,8 @@ BEGIN
   -- Nothing to deduplicate and nothing to admit: one statement. Otherwise (or if the
   -- queue does not exist) no row is inserted and the full path below decides.
   IF p_singleton_key IS NULL THEN
-    INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
-    SELECT qu.name, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, qu.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms
+    INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms, trace_context)
+    SELECT qu.name, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, qu.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms, p_trace_context
     FROM "sluice".queue qu
     WHERE qu.name = p_queue AND qu.max_pending IS NULL AND qu.max_wait_ms IS NULL AND (qu.max_per_key IS NULL OR p_key IS NULL)
     RETURNING job.id INTO id;
@@ -1413,14 +1414,14 @@ BEGIN
   END IF;
 
   IF p_singleton_key IS NULL THEN
-    INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
-    VALUES (p_queue, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms)
+    INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms, trace_context)
+    VALUES (p_queue, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms, p_trace_context)
     RETURNING job.id INTO id;
   ELSE
     LOOP
-      INSERT INTO "sluice".job (queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
+      INSERT INTO "sluice".job (queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost, timeout_ms, trace_context)
       VALUES (p_queue, p_data, p_key, p_singleton_key, coalesce(p_priority, 0), v_run_at,
-              coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms)
+              coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms, p_trace_context)
       ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active')
       DO NOTHING
       RETURNING job.id INTO id;
@@ -1441,7 +1442,7 @@ BEGIN
   END IF;
 END $function$
 ;
-CREATE OR REPLACE FUNCTION sluice.send_after(p_parents bigint[], p_on_parent_failure text, p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamp with time zone, p_delay_ms double precision, p_priority integer, p_max_attempts integer, p_now timestamp with time zone, p_notify boolean, p_cost integer, p_timeout_ms integer, OUT id bigint, OUT deduplicated boolean)
+CREATE OR REPLACE FUNCTION sluice.send_after(p_parents bigint[], p_on_parent_failure text, p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamp with time zone, p_delay_ms double precision, p_priority integer, p_max_attempts integer, p_now timestamp with time zone, p_notify boolean, p_cost integer, p_timeout_ms integer, p_trace_context jsonb, OUT id bigint, OUT deduplicated boolean)
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
@@ -1459,7 +1460,7 @@ BEGIN
   -- Admission as for any send (send.sql), announced below once the state is known.
   SELECT s.id, s.deduplicated INTO id, deduplicated
   FROM "sluice".send(p_queue, p_data, p_key, p_singleton_key, p_run_at, p_delay_ms, p_priority, p_max_attempts,
-                    p_now, false, p_cost, p_timeout_ms) s;
+                    p_now, false, p_cost, p_timeout_ms, p_trace_context) s;
   IF deduplicated THEN
     RETURN;
   END IF;
@@ -1507,7 +1508,7 @@ BEGIN
   END IF;
 END $function$
 ;
-CREATE OR REPLACE FUNCTION sluice.send_many(p_queue text, p_items jsonb, p_now timestamp with time zone, p_notify boolean)
+CREATE OR REPLACE FUNCTION sluice.send_many(p_queue text, p_items jsonb, p_now timestamp with time zone, p_notify boolean, p_trace_context jsonb)
  RETURNS TABLE(ord bigint, id bigint, deduplicated boolean)
  LANGUAGE plpgsql
 AS $function$
@@ -1543,10 +1544,10 @@ BEGIN
     -- the i-th smallest id is the i-th item.
     RETURN QUERY
     WITH inserted AS (
-      INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
+      INSERT INTO "sluice".job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms, trace_context)
       SELECT p_queue, coalesce(x.data, 'null'::jsonb), x.key, coalesce(x.priority, 0),
              coalesce(x.run_at, v_now + coalesce(x.delay_ms, 0) * interval '1 millisecond'),
-             coalesce(x.max_attempts, q.max_attempts), v_now, coalesce(x.cost, 1), x.timeout_ms
+             coalesce(x.max_attempts, q.max_attempts), v_now, coalesce(x.cost, 1), x.timeout_ms, p_trace_context
       FROM ROWS FROM (
         jsonb_to_recordset(p_items) AS (data jsonb, key text, run_at timestamptz, delay_ms double precision,
                                         priority integer, max_attempts integer, cost integer, timeout_ms integer)
@@ -1569,10 +1570,10 @@ BEGIN
                 ELSE first_value(n.new_id) OVER (PARTITION BY n.singleton_key ORDER BY n.ord) END AS first_id
     FROM numbered n
   ), inserted AS (
-    INSERT INTO "sluice".job (id, queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
+    INSERT INTO "sluice".job (id, queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost, timeout_ms, trace_context)
     SELECT i.new_id, p_queue, coalesce(i.data, 'null'::jsonb), i.key, i.singleton_key, coalesce(i.priority, 0),
            coalesce(i.run_at, v_now + coalesce(i.delay_ms, 0) * interval '1 millisecond'),
-           coalesce(i.max_attempts, q.max_attempts), v_now, coalesce(i.cost, 1), i.timeout_ms
+           coalesce(i.max_attempts, q.max_attempts), v_now, coalesce(i.cost, 1), i.timeout_ms, p_trace_context
     FROM input i WHERE i.first_id = i.new_id ORDER BY i.ord
     ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active')
     DO NOTHING

@@ -222,6 +222,11 @@ export interface Job<T = unknown> {
   /** For a job sent with `dependsOn`: what a failed parent does to it; null for a job without parents. */
   onParentFailure: 'cancel' | 'run' | null;
   /**
+   * The trace context of its send, as the propagator wrote it (W3C: `traceparent`,
+   * `tracestate`), or null when the sender traced nothing. Its handler's span continues it.
+   */
+  traceContext: Record<string, string> | null;
+  /**
    * Its parents, as handed to its handler by a worker (in the order of their ids); absent
    * elsewhere: read them with `sluice.parents(id)`.
    */

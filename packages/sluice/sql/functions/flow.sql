@@ -33,7 +33,7 @@ CREATE OR REPLACE FUNCTION :SCHEMA.send_after(
   p_parents bigint[], p_on_parent_failure text,
   p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamptz,
   p_delay_ms double precision, p_priority integer, p_max_attempts integer,
-  p_now timestamptz, p_notify boolean, p_cost integer, p_timeout_ms integer,
+  p_now timestamptz, p_notify boolean, p_cost integer, p_timeout_ms integer, p_trace_context jsonb,
   OUT id bigint, OUT deduplicated boolean)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -50,7 +50,7 @@ BEGIN
   -- Admission as for any send (send.sql), announced below once the state is known.
   SELECT s.id, s.deduplicated INTO id, deduplicated
   FROM :SCHEMA.send(p_queue, p_data, p_key, p_singleton_key, p_run_at, p_delay_ms, p_priority, p_max_attempts,
-                    p_now, false, p_cost, p_timeout_ms) s;
+                    p_now, false, p_cost, p_timeout_ms, p_trace_context) s;
   IF deduplicated THEN
     RETURN;
   END IF;

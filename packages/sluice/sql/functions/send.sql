@@ -2,8 +2,11 @@
 -- table in the transaction that inserts.
 --
 --   send(queue, data, key, singleton key, run_at | delay, priority, max attempts, now, notify,
---        cost, timeout_ms) → (id, deduplicated)
---   send_many(queue, items jsonb, now, notify) → (ord, id, deduplicated) per item
+--        cost, timeout_ms, trace_context) → (id, deduplicated)
+--   send_many(queue, items jsonb, now, notify, trace_context) → (ord, id, deduplicated) per item
+--
+-- `trace_context` is the sender's propagation carrier (src/tracing.ts), stored on the job
+-- as given (NULL when the sender traces nothing); a batch's jobs share their send's.
 --
 -- Guarantees:
 -- - Depth (`max_pending`): a send that would take the queue's ready-pending depth past it
@@ -136,7 +139,7 @@ END $$;
 CREATE OR REPLACE FUNCTION :SCHEMA.send(
   p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamptz,
   p_delay_ms double precision, p_priority integer, p_max_attempts integer,
-  p_now timestamptz, p_notify boolean, p_cost integer, p_timeout_ms integer,
+  p_now timestamptz, p_notify boolean, p_cost integer, p_timeout_ms integer, p_trace_context jsonb,
   OUT id bigint, OUT deduplicated boolean)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -150,8 +153,8 @@ BEGIN
   -- Nothing to deduplicate and nothing to admit: one statement. Otherwise (or if the
   -- queue does not exist) no row is inserted and the full path below decides.
   IF p_singleton_key IS NULL THEN
-    INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
-    SELECT qu.name, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, qu.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms
+    INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms, trace_context)
+    SELECT qu.name, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, qu.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms, p_trace_context
     FROM :SCHEMA.queue qu
     WHERE qu.name = p_queue AND qu.max_pending IS NULL AND qu.max_wait_ms IS NULL AND (qu.max_per_key IS NULL OR p_key IS NULL)
     RETURNING job.id INTO id;
@@ -188,14 +191,14 @@ BEGIN
   END IF;
 
   IF p_singleton_key IS NULL THEN
-    INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
-    VALUES (p_queue, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms)
+    INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms, trace_context)
+    VALUES (p_queue, p_data, p_key, coalesce(p_priority, 0), v_run_at, coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms, p_trace_context)
     RETURNING job.id INTO id;
   ELSE
     LOOP
-      INSERT INTO :SCHEMA.job (queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
+      INSERT INTO :SCHEMA.job (queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost, timeout_ms, trace_context)
       VALUES (p_queue, p_data, p_key, p_singleton_key, coalesce(p_priority, 0), v_run_at,
-              coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms)
+              coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms, p_trace_context)
       ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active')
       DO NOTHING
       RETURNING job.id INTO id;
@@ -219,7 +222,7 @@ END $$;
 -- A batch, admitted as a whole: depth and each key counted once for all their items. A
 -- batch without singleton keys skips the deduplication machinery (per-row window, ON
 -- CONFLICT, join back to the input).
-CREATE OR REPLACE FUNCTION :SCHEMA.send_many(p_queue text, p_items jsonb, p_now timestamptz, p_notify boolean)
+CREATE OR REPLACE FUNCTION :SCHEMA.send_many(p_queue text, p_items jsonb, p_now timestamptz, p_notify boolean, p_trace_context jsonb)
 RETURNS TABLE (ord bigint, id bigint, deduplicated boolean) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -253,10 +256,10 @@ BEGIN
     -- the i-th smallest id is the i-th item.
     RETURN QUERY
     WITH inserted AS (
-      INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
+      INSERT INTO :SCHEMA.job (queue, data, key, priority, run_at, max_attempts, created_at, cost, timeout_ms, trace_context)
       SELECT p_queue, coalesce(x.data, 'null'::jsonb), x.key, coalesce(x.priority, 0),
              coalesce(x.run_at, v_now + coalesce(x.delay_ms, 0) * interval '1 millisecond'),
-             coalesce(x.max_attempts, q.max_attempts), v_now, coalesce(x.cost, 1), x.timeout_ms
+             coalesce(x.max_attempts, q.max_attempts), v_now, coalesce(x.cost, 1), x.timeout_ms, p_trace_context
       FROM ROWS FROM (
         jsonb_to_recordset(p_items) AS (data jsonb, key text, run_at timestamptz, delay_ms double precision,
                                         priority integer, max_attempts integer, cost integer, timeout_ms integer)
@@ -279,10 +282,10 @@ BEGIN
                 ELSE first_value(n.new_id) OVER (PARTITION BY n.singleton_key ORDER BY n.ord) END AS first_id
     FROM numbered n
   ), inserted AS (
-    INSERT INTO :SCHEMA.job (id, queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost, timeout_ms)
+    INSERT INTO :SCHEMA.job (id, queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost, timeout_ms, trace_context)
     SELECT i.new_id, p_queue, coalesce(i.data, 'null'::jsonb), i.key, i.singleton_key, coalesce(i.priority, 0),
            coalesce(i.run_at, v_now + coalesce(i.delay_ms, 0) * interval '1 millisecond'),
-           coalesce(i.max_attempts, q.max_attempts), v_now, coalesce(i.cost, 1), i.timeout_ms
+           coalesce(i.max_attempts, q.max_attempts), v_now, coalesce(i.cost, 1), i.timeout_ms, p_trace_context
     FROM input i WHERE i.first_id = i.new_id ORDER BY i.ord
     ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active')
     DO NOTHING

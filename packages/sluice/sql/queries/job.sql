@@ -2,14 +2,14 @@
 -- Admission and claim logic lives in sql/functions/send.sql and claim.sql.
 
 -- name: JobSend
-SELECT id, deduplicated FROM :SCHEMA.send($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
+SELECT id, deduplicated FROM :SCHEMA.send($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
 
 -- name: JobSendAfter
 -- A job with parents (send_after, sql/functions/flow.sql).
-SELECT id, deduplicated FROM :SCHEMA.send_after($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14);
+SELECT id, deduplicated FROM :SCHEMA.send_after($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15);
 
 -- name: JobSendMany
-SELECT ord, id, deduplicated FROM :SCHEMA.send_many($1, $2, $3, $4);
+SELECT ord, id, deduplicated FROM :SCHEMA.send_many($1, $2, $3, $4, $5);
 
 -- name: JobGet
 SELECT * FROM :SCHEMA.job WHERE id = $1;

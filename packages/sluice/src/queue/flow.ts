@@ -11,6 +11,7 @@ import type { Db } from '../db/db.js';
 import { FlowInvalidError, ValidationError } from '../errors.js';
 import type { FlowJob, SendResult } from '../types.js';
 import type { Jobs } from './jobs.js';
+import { traceFlow } from '../tracing.js';
 
 const MAX_FLOW_JOBS = 10_000;
 
@@ -77,6 +78,11 @@ export function flowOrder(jobs: readonly FlowJob[]): FlowJob[] {
 /** Sends a flow's jobs in one transaction (the caller's, when `client` is given). */
 export async function sendFlow(db: Db, jobs: Jobs, flow: readonly FlowJob[], client?: pg.ClientBase): Promise<Record<string, SendResult>> {
   const order = flowOrder(flow);
+  // Each job's send is a child of the flow's span, and stores its own context.
+  return traceFlow(order.length, () => sendOrdered(db, jobs, order, client));
+}
+
+async function sendOrdered(db: Db, jobs: Jobs, order: FlowJob[], client?: pg.ClientBase): Promise<Record<string, SendResult>> {
   const send = async (on: pg.ClientBase) => {
     const ids: Record<string, SendResult> = {};
     for (const job of order) {

@@ -10,8 +10,9 @@ import { databaseUnavailable, type Db, type Queryable } from '../db/db.js';
 import { AdmissionUnavailableError, InvalidStateError, JobNotFoundError, LeaseLostError, QueueNotFoundError, ValidationError } from '../errors.js';
 import type { ClaimedJob, CompleteOptions, Job, JobChild, JobParent, QueueStats, ThroughputBucket, SendManyItem, SendOptions, SendResult } from '../types.js';
 import { toJob, toParent, toQueue, toStats } from './rows.js';
-import { serializePayload, validateCompleteOptions, validateInt, validateJobId, validateQueueName, validateSendOptions, validateStorableText, validateWorkerId, storableText } from './validate.js';
+import { serializePayload, type CheckedSendOptions, validateCompleteOptions, validateInt, validateJobId, validateQueueName, validateSendOptions, validateStorableText, validateWorkerId, storableText } from './validate.js';
 import type { Waker } from './waker.js';
+import { endReceive, startReceive, traceSend, type TraceCarrier } from '../tracing.js';
 
 export interface JobsConfig {
   maxPayloadBytes: number;
@@ -49,6 +50,10 @@ export class Jobs {
     const { client, ...rest } = opts ?? {};
     const o = validateSendOptions(rest);
     const json = serializePayload(data === undefined ? null : data, this.config.maxPayloadBytes);
+    return traceSend(queue, null, (carrier) => this.sendOne(queue, json, o, client as Queryable | undefined, carrier), (r) => r.id);
+  }
+
+  private async sendOne(queue: string, json: string, o: CheckedSendOptions, client: Queryable | undefined, carrier: TraceCarrier | null): Promise<SendResult> {
     let row;
     let inside;
     try {
@@ -58,10 +63,10 @@ export class Jobs {
       inside = client !== undefined || this.sendsInFlight === 0;
       this.sendsInFlight++;
       try {
-        const args = [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), this.config.notify && inside, o.cost, o.timeoutMs];
+        const args = [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), this.config.notify && inside, o.cost, o.timeoutMs, carrier];
         [row] = o.dependsOn
-          ? await this.db.run('JobSendAfter', [o.dependsOn, o.onParentFailure, ...args], client as Queryable | undefined)
-          : await this.db.run('JobSend', args, client as Queryable | undefined);
+          ? await this.db.run('JobSendAfter', [o.dependsOn, o.onParentFailure, ...args], client)
+          : await this.db.run('JobSend', args, client);
       } finally {
         this.sendsInFlight--;
       }
@@ -113,14 +118,18 @@ export class Jobs {
       if (o.timeoutMs !== null) row += `,"timeout_ms":${o.timeoutMs}`;
       return `${row}}`;
     });
+    return traceSend(queue, rows.length, (carrier) => this.sendRows(queue, rows, opts.client, carrier), () => null);
+  }
+
+  private async sendRows(queue: string, rows: string[], client: Queryable | undefined, carrier: TraceCarrier | null): Promise<SendResult[]> {
     let result;
     let inside;
     try {
       await this.ready();
-      inside = opts.client !== undefined || this.sendsInFlight === 0;
+      inside = client !== undefined || this.sendsInFlight === 0;
       this.sendsInFlight++;
       try {
-        result = await this.db.run('JobSendMany', [queue, `[${rows.join(',')}]`, this.config.now(), this.config.notify && inside], opts.client);
+        result = await this.db.run('JobSendMany', [queue, `[${rows.join(',')}]`, this.config.now(), this.config.notify && inside, carrier], client);
       } finally {
         this.sendsInFlight--;
       }
@@ -137,7 +146,15 @@ export class Jobs {
     const limit = validateInt(max, 'max', { min: 1, max: 1000 }) ?? 1;
     validateWorkerId(workerId);
     await this.ready();
-    const rows = await this.db.run('JobClaim', [queue, limit, workerId, this.config.now(), 0]);
+    const span = startReceive(queue, false);
+    let rows;
+    try {
+      rows = await this.db.run('JobClaim', [queue, limit, workerId, this.config.now(), 0]);
+    } catch (err) {
+      endReceive(span, 0, err);
+      throw err;
+    }
+    endReceive(span, rows.length);
     return rows.map((r) => ({ ...toJob<T>(r), leaseToken: r.lease_token as string }));
   }
 

@@ -25,6 +25,7 @@ export function toJob<T = unknown>(r: any): Job<T> {
     cancelRequestedAt: r.cancel_requested_at ?? null,
     waitingParents: r.waiting_parents ?? null,
     onParentFailure: r.on_parent_failure ?? null,
+    traceContext: r.trace_context ?? null,
   };
 }
 

@@ -23,6 +23,7 @@ import { rowFromJson } from '../queue/rows.js';
 import type { Job, Logger } from '../types.js';
 import { completionColumns, idSet, type Batch, type Completer } from './completer.js';
 import type { Claimed, Executor } from './executor.js';
+import { endReceive, endSpan, startReceive, startSettle } from '../tracing.js';
 
 export interface ClaimLoopDeps {
   db: Db;
@@ -234,6 +235,9 @@ export class ClaimLoop {
     const { db, executor, completer } = this.deps;
     const sentAt = performance.now();
     const carries = batch.completions.length > 0 || batch.moves.length > 0;
+    // Spans (tracing.ts; null without a tracer provider): the claim, and the completions it writes.
+    const span = startReceive(this.deps.queue, true);
+    const settle = startSettle(this.deps.queue, batch.completions, 'completed', true);
     let rows: any[];
     try {
       rows = carries || promotions.length > 0
@@ -241,7 +245,11 @@ export class ClaimLoop {
         : await db.run('JobClaim', [this.deps.queue, forSlots, this.deps.workerId, this.deps.now(), ahead]);
       this.claimFailures = 0;
       this.claims++;
+      endReceive(span, rows.length);
+      endSpan(settle);
     } catch (err) {
+      endReceive(span, 0, err);
+      endSpan(settle, err);
       executor.promoted(promotions, null);
       // The completions are written on their own, with retries.
       if (carries) completer.putBack(batch);

@@ -26,6 +26,8 @@
 import type { Db } from '../db/db.js';
 import type { Job } from '../types.js';
 import { toJob } from '../queue/rows.js';
+import type { SpanContext } from '@opentelemetry/api';
+import { endSpan, startSettle } from '../tracing.js';
 
 export interface Completion {
   id: string;
@@ -33,6 +35,8 @@ export interface Completion {
   result: string; // JSON text
   /** The job held a cap slot: its deadline (local monotonic ms) while the slot is in hand. */
   slotDeadline?: number;
+  /** Its handler's span (tracing.ts): the span of the statement writing it links to it. */
+  span?: SpanContext;
 }
 
 /** A job waiting for a slot, started in a slot in hand: the slot moves to it. */
@@ -54,6 +58,8 @@ export interface Failure {
   discard?: boolean;
   /** Pending again after this long, the attempt given back (the error is not recorded). */
   snoozeMs?: number;
+  /** Its handler's span, as for a completion. */
+  span?: SpanContext;
 }
 
 export interface CompleterEvents {
@@ -240,7 +246,18 @@ export class Completer {
     }
   }
 
-  private async writeCompletions({ completions: batch, moves }: Batch): Promise<void> {
+  private async writeCompletions(batch: Batch): Promise<void> {
+    const span = startSettle(this.config.queue, batch.completions, 'completed', true);
+    try {
+      await this.writeBatch(batch);
+    } catch (err) {
+      endSpan(span, err);
+      throw err;
+    }
+    endSpan(span);
+  }
+
+  private async writeBatch({ completions: batch, moves }: Batch): Promise<void> {
     if (moves.length > 0) {
       const [row] = await this.db.run('JobCompleteAndMove', [
         ...completionColumns(batch),
@@ -264,7 +281,24 @@ export class Completer {
 
   private async writeFailures(batch: Failure[]): Promise<void> {
     if (batch.length === 0) return;
-    const rows = await this.db.run('JobFailMany', [
+    const span = startSettle(this.config.queue, batch, 'failed', true);
+    let rows;
+    try {
+      rows = await this.writeFailureRows(batch);
+    } catch (err) {
+      endSpan(span, err);
+      throw err;
+    }
+    endSpan(span);
+    const jobs = rows.map((r) => toJob(r));
+    if (jobs.length) this.events.failed(jobs, new Set(batch.filter((f) => f.snoozeMs !== undefined).map((f) => f.id)));
+    const written = new Set(jobs.map((j) => j.id));
+    const lost = batch.filter((f) => !written.has(f.id)).map((f) => f.id);
+    if (lost.length) this.events.lost(lost);
+  }
+
+  private writeFailureRows(batch: Failure[]): Promise<any[]> {
+    return this.db.run('JobFailMany', [
       batch.map((f) => f.id),
       batch.map((f) => f.token),
       batch.map((f) => JSON.stringify(f.error)),
@@ -273,11 +307,6 @@ export class Completer {
       batch.map((f) => f.discard ?? false),
       batch.map((f) => f.snoozeMs ?? null),
     ]);
-    const jobs = rows.map((r) => toJob(r));
-    if (jobs.length) this.events.failed(jobs, new Set(batch.filter((f) => f.snoozeMs !== undefined).map((f) => f.id)));
-    const written = new Set(jobs.map((j) => j.id));
-    const lost = batch.filter((f) => !written.has(f.id)).map((f) => f.id);
-    if (lost.length) this.events.lost(lost);
   }
 }
 

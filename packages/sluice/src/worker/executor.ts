@@ -44,9 +44,11 @@ import { LeaseLostError, ValidationError } from '../errors.js';
 import { toJob, toParent } from '../queue/rows.js';
 import { serializePayload, storableText, validateInt } from '../queue/validate.js';
 import type { Job, Logger } from '../types.js';
-import type { Completer, Failure, Move } from './completer.js';
+import type { Completer, Completion, Failure, Move } from './completer.js';
 import { JobAbort, LeaseGroup, extendLease, leaseDeadline, releaseLease, type Leased } from './lease.js';
 import { Discard, JobCancelled, JobTimeout, Snooze } from './outcomes.js';
+import { context, type Span } from '@opentelemetry/api';
+import { spanFailed, startProcess } from '../tracing.js';
 
 export interface JobContext<T = unknown> {
   job: Job<T>;
@@ -118,6 +120,8 @@ interface Running extends RunningLease {
   timeout: NodeJS.Timeout | null;
   /** Its `timeoutMs` ran out: the attempt fails as JobTimeout once the handler has returned. */
   timedOut: JobTimeout | null;
+  /** Its `process` span, with a tracer provider registered (tracing.ts). */
+  span: Span | null;
 }
 
 const SLOT_LOST = { name: 'SlotLost', message: 'started in a cap slot that could not be kept (the job that held it had lost its lease)' };
@@ -322,6 +326,7 @@ export class Executor {
       slotLost: false,
       timeout: null,
       timedOut: null,
+      span: null,
     };
     const timeoutMs = job.timeoutMs;
     if (timeoutMs !== null) {
@@ -350,7 +355,13 @@ export class Executor {
     entry.at = this.running.push(entry) - 1;
     if (cancelled) entry.abort.abort(new JobCancelled(job.id));
     this.deps.pickupDelay.observe(Math.max(0, (row.started_at.getTime() - row.run_at.getTime()) / 1000));
-    entry.settled = this.execute(entry, ctx);
+    const traced = startProcess(this.deps.queue, job.id, job.attempts, job.key, job.traceContext);
+    if (traced === null) {
+      entry.settled = this.execute(entry, ctx);
+    } else {
+      entry.span = traced.span;
+      entry.settled = context.with(traced.ctx, () => this.execute(entry, ctx));
+    }
   }
 
   /**
@@ -427,14 +438,18 @@ export class Executor {
         try {
           result = serializePayload(value === undefined ? null : value, this.deps.maxPayloadBytes, 'result');
         } catch (err) {
-          completer.fail({ id: job.id, token, error: errorRecord(err) });
+          if (entry.span) spanFailed(entry.span, err);
+          completer.fail(withSpan({ id: job.id, token, error: errorRecord(err) }, entry.span));
           return;
         }
-        completer.complete(entry.slotted ? { id: job.id, token, result, slotDeadline: leaseDeadline(entry) } : { id: job.id, token, result });
+        completer.complete(withSpan(entry.slotted ? { id: job.id, token, result, slotDeadline: leaseDeadline(entry) } : { id: job.id, token, result }, entry.span));
       }
     } catch (err) {
-      if (!entry.released) completer.fail(failureOf(job.id, token, entry.timedOut ?? err));
+      const cause = entry.timedOut ?? err;
+      if (entry.span && !(cause instanceof Snooze)) spanFailed(entry.span, cause);
+      if (!entry.released) completer.fail(withSpan(failureOf(job.id, token, cause), entry.span));
     } finally {
+      entry.span?.end();
       if (entry.timeout) clearTimeout(entry.timeout);
       if (entry.slotLost) completer.fail({ id: job.id, token, error: SLOT_LOST });
       const ms = performance.now() - started;
@@ -484,6 +499,12 @@ export class Executor {
     }
     return Promise.all([...leftovers.map((e) => this.release(e.job.id, e.token)), ...this.givingBack]).then(() => undefined);
   }
+}
+
+/** A result linked to its `process` span, for the span of the statement that writes it. */
+function withSpan<R extends Completion | Failure>(r: R, span: Span | null): R {
+  if (span !== null) r.span = span.spanContext();
+  return r;
 }
 
 /** What a handler's throw makes of its attempt: failed, discarded or snoozed. */
