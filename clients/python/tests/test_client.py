@@ -174,3 +174,15 @@ def test_a_worker_on_a_missing_queue_stops_with_the_reason(client: SluiceClient)
     with pytest.raises(SluiceError) as missing:
         worker.run(exit_when_idle=True)
     assert missing.value.code == "queue_not_found" and missing.value.status == 404
+
+
+def test_a_send_continues_the_callers_trace_and_a_claim_answers_it(client: SluiceClient, queue: str) -> None:
+    trace_id, caller_span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    client.send(queue, {"traced": True}, trace_context={"traceparent": "00-%s-%s-01" % (trace_id, caller_span)})
+    [job] = client.claim(queue)
+    assert job.trace_context is not None and job.traceparent == job.trace_context["traceparent"]
+    version, job_trace, send_span, flags = job.traceparent.split("-")
+    # The server's send span: in the caller's trace, a span of its own.
+    assert (version, job_trace, flags) == ("00", trace_id, "01")
+    assert send_span != caller_span and len(send_span) == 16
+    client.complete(job.id, job.lease_token, None)

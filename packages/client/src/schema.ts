@@ -264,6 +264,10 @@ export interface paths {
                              * @description when it completed, died or was cancelled
                              */
                             finishedAt?: string | null;
+                            /** @description the trace context of its send (W3C trace context: `traceparent`, `tracestate`), or null when the sender traced nothing; a worker's span for the job continues it */
+                            traceContext?: {
+                                [key: string]: string;
+                            } | null;
                         } & {
                             [key: string]: unknown;
                         };
@@ -475,6 +479,10 @@ export interface paths {
                              * @description when it completed, died or was cancelled
                              */
                             finishedAt?: string | null;
+                            /** @description the trace context of its send (W3C trace context: `traceparent`, `tracestate`), or null when the sender traced nothing; a worker's span for the job continues it */
+                            traceContext?: {
+                                [key: string]: string;
+                            } | null;
                         } & {
                             [key: string]: unknown;
                         };
@@ -604,6 +612,10 @@ export interface paths {
                              * @description when it completed, died or was cancelled
                              */
                             finishedAt?: string | null;
+                            /** @description the trace context of its send (W3C trace context: `traceparent`, `tracestate`), or null when the sender traced nothing; a worker's span for the job continues it */
+                            traceContext?: {
+                                [key: string]: string;
+                            } | null;
                         } & {
                             [key: string]: unknown;
                         };
@@ -877,6 +889,10 @@ export interface paths {
                                  * @description when it completed, died or was cancelled
                                  */
                                 finishedAt?: string | null;
+                                /** @description the trace context of its send (W3C trace context: `traceparent`, `tracestate`), or null when the sender traced nothing; a worker's span for the job continues it */
+                                traceContext?: {
+                                    [key: string]: string;
+                                } | null;
                                 /** @description present it to heartbeat, complete or fail the job */
                                 leaseToken?: string;
                             } & {

@@ -350,6 +350,12 @@ const jobProperties = {
   createdAt: dateTime('when it was sent'),
   startedAt: nullableDateTime('when its latest attempt started'),
   finishedAt: nullableDateTime('when it completed, died or was cancelled'),
+  traceContext: {
+    type: ['object', 'null'],
+    additionalProperties: { type: 'string' },
+    description:
+      "the trace context of its send (W3C trace context: `traceparent`, `tracestate`), or null when the sender traced nothing; a worker's span for the job continues it",
+  },
 } as const;
 
 export const jobResponse = { type: 'object', additionalProperties: true, properties: jobProperties } as const;

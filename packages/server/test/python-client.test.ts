@@ -8,7 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { registerTracing } from '../../sluice/test/fixtures/tracing.js';
 import { startTestServer, TOKENS } from './helpers.js';
+
+// The server traces, as an application with an OpenTelemetry SDK does: a send continues the
+// trace of its request's `traceparent` (tests/test_client.py).
+registerTracing();
 
 const CLIENT_DIR = fileURLToPath(new URL('../../../clients/python', import.meta.url));
 const PYTHON = '/usr/bin/python3';

@@ -103,13 +103,11 @@ async function within<R>(span: Span, fn: (carrier: TraceCarrier | null) => Promi
 }
 
 /**
- * A send of `count` jobs (null: a single send) to `queue`: `fn` writes them with the carrier
- * it is given; `ids` names what was written, for the span. Without a tracer, `fn` gets the
- * active context's carrier.
+ * A send of `count` jobs (null: a single send) to `queue` with tracer `t`: `fn` writes them
+ * with the carrier it is given (its span's context); `id` names what was written, for the
+ * span. Without a tracer, callers skip this and store `carrierOf(context.active())`.
  */
-export function traceSend<R>(queue: string, count: number | null, fn: (carrier: TraceCarrier | null) => Promise<R>, id: (r: R) => string | null): Promise<R> {
-  const t = tracer();
-  if (t === null) return fn(carrierOf(context.active()));
+export function traceSend<R>(t: Tracer, queue: string, count: number | null, fn: (carrier: TraceCarrier | null) => Promise<R>, id: (r: R) => string | null): Promise<R> {
   const span = t.startSpan(`send ${queue}`, {
     kind: SpanKind.PRODUCER,
     attributes: attributes(queue, 'send', count === null ? undefined : { [ATTR.batchCount]: count }),

@@ -43,9 +43,11 @@ class SluiceClient:
         max_attempts: Optional[int] = None,
         cost: Optional[int] = None,
         timeout_ms: Optional[int] = None,
+        trace_context: Optional[Dict[str, str]] = None,
     ) -> SendResult:
         """Enqueues one job. A refusal (the queue full, the key at its limit) raises
-        `AdmissionRefusedError` with the server's `retry_after_seconds`."""
+        `AdmissionRefusedError` with the server's `retry_after_seconds`. `trace_context`: headers
+        of the caller's trace (`traceparent`, `tracestate`), which the job's trace continues."""
         options: Dict[str, Any] = {
             "key": key,
             "singletonKey": singleton_key,
@@ -57,7 +59,7 @@ class SluiceClient:
             "timeoutMs": timeout_ms,
         }
         body = {"data": data, **{name: value for name, value in options.items() if value is not None}}
-        answer = self._request("POST", "/api/queues/%s/jobs" % _segment(queue), body)
+        answer = self._request("POST", "/api/queues/%s/jobs" % _segment(queue), body, headers=trace_context)
         return SendResult(id=str(answer["id"]), deduplicated=bool(answer.get("deduplicated", False)))
 
     def get(self, job_id: str) -> Job:
@@ -120,8 +122,16 @@ class SluiceClient:
 
     # -- transport -------------------------------------------------------------------
 
-    def _request(self, method: str, path: str, body: Optional[Dict[str, Any]] = None, *, timeout_seconds: Optional[float] = None) -> Any:
-        headers = {"Authorization": "Bearer " + self.token, "Accept": "application/json"}
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: Optional[Dict[str, Any]] = None,
+        *,
+        timeout_seconds: Optional[float] = None,
+        headers: Optional[Dict[str, str]] = None,
+    ) -> Any:
+        headers = {**(headers or {}), "Authorization": "Bearer " + self.token, "Accept": "application/json"}
         payload = None
         if body is not None:
             payload = json.dumps(body).encode("utf-8")

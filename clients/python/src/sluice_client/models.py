@@ -41,11 +41,19 @@ class Job:
     lease_expires_at: Optional[datetime]
     worker_id: Optional[str]
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    trace_context: Optional[Dict[str, str]] = None
+    """The trace context of the job's send (W3C: `traceparent`, `tracestate`), or None when
+    the sender traced nothing: a carrier for OpenTelemetry's `propagate.extract`."""
 
     @property
     def is_final(self) -> bool:
         """Completed, dead or cancelled: nothing will change it but a replay."""
         return self.state in FINAL_STATES
+
+    @property
+    def traceparent(self) -> Optional[str]:
+        """The W3C `traceparent` of the job's send span, the parent of a span for its work."""
+        return (self.trace_context or {}).get("traceparent")
 
     @classmethod
     def from_json(cls, body: Dict[str, Any]) -> "Job":
@@ -64,6 +72,7 @@ class Job:
             lease_expires_at=_time(body.get("leaseExpiresAt")),
             worker_id=body.get("workerId"),
             raw=body,
+            trace_context=body.get("traceContext"),
         )
 
 

@@ -19,6 +19,7 @@ import type { FastifyInstance } from 'fastify';
 import { AdmissionUnavailableError, type Sluice } from 'sluice';
 import { serverSql } from '../db.js';
 import { enqueueOnce } from '../enqueue-once.js';
+import { inRequestTrace } from '../tracing.js';
 import { HttpError } from '../http-errors.js';
 import { STORABLE_TEXT } from '../schemas.js';
 import type { HooksConfig } from './config.js';
@@ -99,7 +100,9 @@ export async function hookRoutes(app: FastifyInstance, sluice: Sluice, hooks: Ho
         const delivery: HookDelivery = { source: source.name, deliveryId, event, payload: parsePayload(body, request.headers['content-type']) };
         pruneNowAndThen(request.log);
 
-        const work = enqueueOnce(sluice, { source: source.name, deliveryId, queue: source.queue, data: delivery, key: source.name });
+        const work = inRequestTrace(request.headers, () =>
+          enqueueOnce(sluice, { source: source.name, deliveryId, queue: source.queue, data: delivery, key: source.name }),
+        );
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<never>((_resolve, reject) => {
           timer = setTimeout(() => {

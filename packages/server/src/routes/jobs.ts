@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { JobCancelledError, JobDeadError, JobNotFoundError, ResultTimeoutError, type Job, type SendOptions, type Sluice } from 'sluice';
 import type { RouteContext } from '../context.js';
+import { inRequestTrace } from '../tracing.js';
 import { jobLinksResponse, jobParams, jobQuery, jobResponse, MAX_WAIT_MS, queueParams, sendBody, sendManyBody } from '../schemas.js';
 
 interface SendRequestBody {
@@ -53,7 +54,7 @@ export function jobRoutes(app: FastifyInstance, { sluice, apiAuth, adminAuth }: 
     },
     async (request, reply) => {
       const body = request.body ?? {};
-      const result = await sluice.send(request.params.queue, body.data ?? null, sendOptionsOf(body));
+      const result = await inRequestTrace(request.headers, () => sluice.send(request.params.queue, body.data ?? null, sendOptionsOf(body)));
       if (result.deduplicated) return reply.code(200).send({ id: result.id, deduplicated: true });
       return reply.code(202).send({ id: result.id });
     },
@@ -72,7 +73,7 @@ export function jobRoutes(app: FastifyInstance, { sluice, apiAuth, adminAuth }: 
     },
     async (request, reply) => {
       const items = request.body.jobs.map((item) => ({ data: item.data ?? null, ...sendOptionsOf(item) }));
-      const results = await sluice.sendMany(request.params.queue, items);
+      const results = await inRequestTrace(request.headers, () => sluice.sendMany(request.params.queue, items));
       return reply.code(202).send({ jobs: results });
     },
   );

@@ -12,7 +12,8 @@ import type { ClaimedJob, CompleteOptions, Job, JobChild, JobParent, QueueStats,
 import { toJob, toParent, toQueue, toStats } from './rows.js';
 import { serializePayload, type CheckedSendOptions, validateCompleteOptions, validateInt, validateJobId, validateQueueName, validateSendOptions, validateStorableText, validateWorkerId, storableText } from './validate.js';
 import type { Waker } from './waker.js';
-import { endReceive, startReceive, traceSend, type TraceCarrier } from '../tracing.js';
+import { context } from '@opentelemetry/api';
+import { carrierOf, endReceive, startReceive, traceSend, tracer, type TraceCarrier } from '../tracing.js';
 
 export interface JobsConfig {
   maxPayloadBytes: number;
@@ -29,6 +30,8 @@ const MAX_BATCH = 10_000;
  * row the failed statement did not get to read; this is its default.
  */
 const ADMISSION_RETRY_AFTER_SECONDS = 5;
+
+const idOfSend = (r: SendResult) => r.id;
 
 /** A send's failure as the caller should see it: a count the database did not answer is a refusal. */
 function admissionFailure(queue: string, err: unknown): unknown {
@@ -50,7 +53,10 @@ export class Jobs {
     const { client, ...rest } = opts ?? {};
     const o = validateSendOptions(rest);
     const json = serializePayload(data === undefined ? null : data, this.config.maxPayloadBytes);
-    return traceSend(queue, null, (carrier) => this.sendOne(queue, json, o, client as Queryable | undefined, carrier), (r) => r.id);
+    // Without a tracer provider: no span, no closures; the active context's carrier, if any.
+    const t = tracer();
+    if (t === null) return this.sendOne(queue, json, o, client as Queryable | undefined, carrierOf(context.active()));
+    return traceSend(t, queue, null, (carrier) => this.sendOne(queue, json, o, client as Queryable | undefined, carrier), idOfSend);
   }
 
   private async sendOne(queue: string, json: string, o: CheckedSendOptions, client: Queryable | undefined, carrier: TraceCarrier | null): Promise<SendResult> {
@@ -118,7 +124,9 @@ export class Jobs {
       if (o.timeoutMs !== null) row += `,"timeout_ms":${o.timeoutMs}`;
       return `${row}}`;
     });
-    return traceSend(queue, rows.length, (carrier) => this.sendRows(queue, rows, opts.client, carrier), () => null);
+    const t = tracer();
+    if (t === null) return this.sendRows(queue, rows, opts.client, carrierOf(context.active()));
+    return traceSend(t, queue, rows.length, (carrier) => this.sendRows(queue, rows, opts.client, carrier), () => null);
   }
 
   private async sendRows(queue: string, rows: string[], client: Queryable | undefined, carrier: TraceCarrier | null): Promise<SendResult[]> {
