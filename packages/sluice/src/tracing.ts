@@ -138,6 +138,15 @@ export function startReceive(queue: string, root: boolean): Span | null {
   return t.startSpan(`receive ${queue}`, { kind: SpanKind.CLIENT, root, attributes: attributes(queue, 'receive') });
 }
 
+/**
+ * Runs `fn` with `span` active in a context of its own. A worker's statements are scheduled
+ * from inside handlers' contexts (a job's end wakes the next claim): without this, their
+ * database spans (an instrumented `pg`) would be children of a job that already ended.
+ */
+export function activeIn<R>(span: Span, fn: () => R): R {
+  return context.with(trace.setSpan(ROOT_CONTEXT, span), fn);
+}
+
 /** Ends a claim's span: `claimed` jobs, or failed with `err`. */
 export function endReceive(span: Span | null, claimed: number, err?: unknown): void {
   if (span !== null && err === undefined) span.setAttribute(ATTR.batchCount, claimed);

@@ -68,6 +68,8 @@ test('in process: the handler span is a child of the send span; claim and settle
 
   sluice.work(queue, { concurrency: 4 }, async (job) => {
     if ((job.data as { fail: boolean }).fail) throw new Error('planned failure');
+    await new Promise((resolve) => setImmediate(resolve));
+    app.startActiveSpan(`inside ${job.id}`, (span) => span.end());
     return { ok: true };
   });
   await sluice.result(id, { timeoutMs: 30_000 });
@@ -83,6 +85,8 @@ test('in process: the handler span is a child of the send span; claim and settle
   assert.equal(processed.attributes['sluice.job.attempt'], 1);
   assert.equal(processed.attributes['sluice.job.key'], 'tenant-1');
   assert.equal(processed.status.code, SpanStatusCode.UNSET);
+  const inside = await waitSpan(`inside ${id}`, () => true);
+  assert.equal(inside.parentSpanId, processed.spanId, "the handler's own spans are children of its process span");
   for (const r of batch) {
     const p = await processOf(r.id);
     assert.equal(p.parentSpanId, batchSend.spanId, 'each job of a batch continues the batch send');

@@ -23,7 +23,7 @@ import { rowFromJson } from '../queue/rows.js';
 import type { Job, Logger } from '../types.js';
 import { completionColumns, idSet, type Batch, type Completer } from './completer.js';
 import type { Claimed, Executor } from './executor.js';
-import { endReceive, endSpan, startReceive, startSettle } from '../tracing.js';
+import { activeIn, endReceive, endSpan, startReceive, startSettle } from '../tracing.js';
 
 export interface ClaimLoopDeps {
   db: Db;
@@ -232,7 +232,7 @@ export class ClaimLoop {
   }
 
   private async claim(forSlots: number, ahead: number, batch: Batch, promotions: Claimed[]): Promise<number> {
-    const { db, executor, completer } = this.deps;
+    const { executor, completer } = this.deps;
     const sentAt = performance.now();
     const carries = batch.completions.length > 0 || batch.moves.length > 0;
     // Spans (tracing.ts; null without a tracer provider): the claim, and the completions it writes.
@@ -240,9 +240,9 @@ export class ClaimLoop {
     const settle = startSettle(this.deps.queue, batch.completions, 'completed', true);
     let rows: any[];
     try {
-      rows = carries || promotions.length > 0
-        ? await this.completeAndClaim(forSlots, ahead, batch, promotions)
-        : await db.run('JobClaim', [this.deps.queue, forSlots, this.deps.workerId, this.deps.now(), ahead]);
+      rows = await (span === null
+        ? this.claimStatement(forSlots, ahead, batch, promotions)
+        : activeIn(span, () => this.claimStatement(forSlots, ahead, batch, promotions)));
       this.claimFailures = 0;
       this.claims++;
       endReceive(span, rows.length);
@@ -273,6 +273,13 @@ export class ClaimLoop {
     if (rows.length > 0) executor.accept(rows, sentAt);
     else if (promotions.length > 0) executor.runOnce();
     return rows.length;
+  }
+
+  /** The claim's statement: fused with the completions, moves and promotions it carries, if any. */
+  private claimStatement(forSlots: number, ahead: number, batch: Batch, promotions: Claimed[]): Promise<any[]> {
+    return batch.completions.length > 0 || batch.moves.length > 0 || promotions.length > 0
+      ? this.completeAndClaim(forSlots, ahead, batch, promotions)
+      : this.deps.db.run('JobClaim', [this.deps.queue, forSlots, this.deps.workerId, this.deps.now(), ahead]);
   }
 
   /**

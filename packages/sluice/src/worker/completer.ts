@@ -27,7 +27,7 @@ import type { Db } from '../db/db.js';
 import type { Job } from '../types.js';
 import { toJob } from '../queue/rows.js';
 import type { SpanContext } from '@opentelemetry/api';
-import { endSpan, startSettle } from '../tracing.js';
+import { activeIn, endSpan, startSettle } from '../tracing.js';
 
 export interface Completion {
   id: string;
@@ -249,7 +249,7 @@ export class Completer {
   private async writeCompletions(batch: Batch): Promise<void> {
     const span = startSettle(this.config.queue, batch.completions, 'completed', true);
     try {
-      await this.writeBatch(batch);
+      await (span === null ? this.writeBatch(batch) : activeIn(span, () => this.writeBatch(batch)));
     } catch (err) {
       endSpan(span, err);
       throw err;
@@ -284,7 +284,7 @@ export class Completer {
     const span = startSettle(this.config.queue, batch, 'failed', true);
     let rows;
     try {
-      rows = await this.writeFailureRows(batch);
+      rows = await (span === null ? this.writeFailureRows(batch) : activeIn(span, () => this.writeFailureRows(batch)));
     } catch (err) {
       endSpan(span, err);
       throw err;
