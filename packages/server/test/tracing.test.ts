@@ -1,11 +1,14 @@
 // Tracing over HTTP: a request's `traceparent` header continues into the engine's send span
 // and, through the job, into its handler's span; the pull-worker claim answers each job's
-// trace context so a remote worker can continue it.
+// trace context so a remote worker can continue it. Webhook intake continues the sender's
+// trace the same way.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { waitFor } from '@sluice/testkit';
 import { registerTracing, type SpanRecord } from '../../sluice/test/fixtures/tracing.js';
+import { parseHooksConfig } from '../src/hooks/config.js';
+import { signBody } from '../src/hooks/signature.js';
 import { startTestServer, TOKENS } from './helpers.js';
 
 const sdk = registerTracing();
@@ -83,4 +86,28 @@ test("the claim route answers each job's trace context", async () => {
   assert.deepEqual(again.body.jobs.map((j: { id: string; traceContext: unknown }) => [j.id, j.traceContext]), [
     [id, { traceparent: `00-${rootSend.traceId}-${rootSend.spanId}-01` }],
   ]);
+});
+
+test("a webhook delivery's traceparent: its job's send and handler are in the sender's trace", async () => {
+  const secret = 'trace-webhook-secret-0123456789';
+  const hooks = parseHooksConfig(JSON.stringify({ sources: [{ name: 'traced', queue: 'traced-hooks', scheme: 'hmac-sha256', secret }] }), {});
+  const { url, sluice } = await startTestServer({ hooks });
+  await sluice.queues.put('traced-hooks', {});
+  const sender = clientSpan();
+  const body = JSON.stringify({ event: 'paid' });
+  const response = await fetch(`${url}/api/hooks/traced`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-signature-256': signBody(secret, body), 'idempotency-key': randomBytes(8).toString('hex'), traceparent: sender.traceparent },
+    body,
+  });
+  assert.equal(response.status, 202);
+  const { id } = (await response.json()) as { id: string };
+
+  const send = await waitSpan('send traced-hooks', (s) => s.attributes['messaging.message.id'] === id);
+  assert.equal(send.traceId, sender.traceId);
+  assert.equal(send.parentSpanId, sender.spanId);
+  sluice.work('traced-hooks', { concurrency: 1 }, async () => null);
+  const processed = await waitSpan('process traced-hooks', (s) => s.attributes['messaging.message.id'] === id);
+  assert.equal(processed.parentSpanId, send.spanId);
+  assert.equal(processed.traceId, sender.traceId);
 });
