@@ -15,7 +15,7 @@ import { test } from 'node:test';
 import pg from 'pg';
 import { dumpSchema } from '@sluice/testkit';
 import { migrateSchema, Sluice } from '../src/index.js';
-import { latestVersion, sqlFor } from '../src/db/sql.js';
+import { sqlFor } from '../src/db/sql.js';
 import { afterAll, memoryLogger, testDatabase } from './helpers.js';
 
 const committed = readFileSync(new URL('../sql/schema.sql', import.meta.url), 'utf8');
@@ -61,7 +61,8 @@ async function upgraded(db: { url: string }, client: pg.Client, pool: pg.Pool, s
   const sluice = new Sluice({ connectionString: db.url, schema, logger: memoryLogger() });
   try {
     const result = await sluice.migrate();
-    assert.deepEqual(result.applied, Array.from({ length: latestVersion() - steps.length }, (_, i) => steps.length + i + 1));
+    const expected = sqlFor(schema).migrations.map((m) => m.version).filter((v) => !steps.some((s) => s.version === v));
+    assert.deepEqual(result.applied, expected);
   } finally {
     await sluice.close();
   }
@@ -74,13 +75,16 @@ test('a schema left at any earlier version upgrades to exactly the fresh schema'
   const client = await connect(db.url);
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
   afterAll(() => pool.end());
-  const latest = latestVersion();
   for (let version = 1; version <= releasedV14.length; version++) {
     const schema = `released_${version}`;
     const dumped = await upgraded(db, client, pool, schema, asReleased(schema, version));
     assert.ok(dumped === committed, `built by the released migrations to version ${version}, then upgraded, the schema differs at ${firstDifference(dumped, committed)}`);
   }
-  for (let version = 1; version < latest; version++) {
+  // Application schemas number their steps 1…n: only the contiguous first steps of our own.
+  const all = sqlFor('sluice').migrations;
+  const gap = all.findIndex((m, i) => m.version !== i + 1);
+  const prefix = gap < 0 ? all.length : gap;
+  for (let version = 1; version <= prefix && version < all.length; version++) {
     const schema = `upgrade_from_${version}`;
     const own = sqlFor(schema).migrations.slice(0, version).map((m) => ({ version: m.version, name: m.name, sql: m.text }));
     const dumped = await upgraded(db, client, pool, schema, own);

@@ -83,8 +83,10 @@ function loadRaw(): { queries: Map<string, string>; migrations: Migration[]; fun
         name: file.slice(5, -4),
         text: readFileSync(join(migrationDir, file), 'utf8'),
       }));
+    // Versions must increase; a gap is allowed (steps written on separate branches land
+    // in either order), and the runner applies every step a database has not recorded.
     migrations.forEach((m, i) => {
-      if (m.version !== i + 1) throw new Error(`migration ${m.version}_${m.name} is out of sequence`);
+      if (m.version < 1 || (i > 0 && m.version <= migrations[i - 1]!.version)) throw new Error(`migration ${m.version}_${m.name} is out of sequence`);
     });
     const functionDir = join(SQL_DIR, 'functions');
     rawFunctions = readdirSync(functionDir)
@@ -134,5 +136,5 @@ export function sqlFor(schema: string): SqlSet {
 /** The latest schema version this library knows. */
 export function latestVersion(): number {
   const { migrations } = loadRaw();
-  return migrations.length;
+  return migrations[migrations.length - 1]?.version ?? 0;
 }
