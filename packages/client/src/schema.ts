@@ -1148,7 +1148,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every queue with its policy, counts and refusals since this server started */
+        /** Every queue with its policy, counts and refusals over the last hour */
         get: {
             parameters: {
                 query?: never;
@@ -1299,7 +1299,7 @@ export interface paths {
                                 } & {
                                     [key: string]: unknown;
                                 };
-                                /** @description sends this server refused since it started (its process's counters) */
+                                /** @description sends refused over the last hour, by every process (counted in the database) */
                                 refusals?: {
                                     /** @description 503 queue_full */
                                     shed?: number;
@@ -1510,7 +1510,7 @@ export interface paths {
                             } & {
                                 [key: string]: unknown;
                             };
-                            /** @description sends this server refused since it started (its process's counters) */
+                            /** @description sends refused over the last hour, by every process (counted in the database) */
                             refusals?: {
                                 /** @description 503 queue_full */
                                 shed?: number;
@@ -2111,6 +2111,112 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/queues/{queue}/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Per-minute figures of the queue over the last minutes (default 60): running against the cap, ready depth, lag, starts, completions, failures, dead, refusals */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description how many minutes, the current one last (default 60) */
+                    minutes?: number;
+                };
+                header?: never;
+                path: {
+                    /** @description queue name (the library checks its characters) */
+                    queue: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description queue name (the library checks its characters) */
+                            queue: string;
+                            /**
+                             * @description each point is a minute
+                             * @enum {integer}
+                             */
+                            stepSeconds: 60;
+                            /** @description oldest first, the current minute last; counted by every process, kept in the database */
+                            points: ({
+                                /**
+                                 * Format: date-time
+                                 * @description start of the minute
+                                 */
+                                at: string;
+                                /** @description most jobs running (holding cap slots / active) in a sample of the minute; null: not sampled */
+                                running: number | null;
+                                /** @description the queue's global cap then; null: none, or not sampled */
+                                cap: number | null;
+                                /** @description ready depth at the minute's last sample */
+                                ready: number | null;
+                                /** @description age of the oldest ready job, the largest sample of the minute */
+                                lagMs: number | null;
+                                /** @description jobs started */
+                                starts: number;
+                                /** @description jobs completed */
+                                completions: number;
+                                /** @description attempts that failed and will retry */
+                                failures: number;
+                                /** @description jobs that went dead */
+                                dead: number;
+                                /** @description sends refused 503 queue_full */
+                                shed: number;
+                                /** @description sends refused 429 key_limit */
+                                keyLimited: number;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/dead-letters": {
         parameters: {
             query?: never;
@@ -2291,6 +2397,270 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Jobs matching the filters (queue, state, key, creation time), newest first; nextCursor pages on */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description queue name (the library checks its characters) */
+                    queue?: string;
+                    state?: "waiting" | "pending" | "active" | "completed" | "cancelled" | "dead";
+                    /** @description jobs with this key */
+                    key?: string;
+                    /** @description created at or after */
+                    since?: string;
+                    /** @description created before */
+                    until?: string;
+                    /** @description jobs per page (default 50) */
+                    limit?: number;
+                    /** @description the nextCursor of the previous page */
+                    cursor?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description newest first */
+                            jobs: ({
+                                /** @description job id */
+                                id?: string;
+                                /** @description queue name (the library checks its characters) */
+                                queue?: string;
+                                /** @enum {string} */
+                                state?: "waiting" | "pending" | "active" | "completed" | "cancelled" | "dead";
+                                /** @description the payload */
+                                data?: unknown;
+                                /** @description the key per-key limits count by */
+                                key?: string | null;
+                                /** @description at most one unfinished job with this key */
+                                singletonKey?: string | null;
+                                /** @description higher runs first */
+                                priority?: number;
+                                /**
+                                 * Format: date-time
+                                 * @description not started before this time
+                                 */
+                                runAt?: string;
+                                /** @description attempts started so far, the current one included */
+                                attempts?: number;
+                                /** @description attempts before the job is dead */
+                                maxAttempts?: number;
+                                /** @description what the job counts against its queue's budget when it starts (as sent, or as its worker reported it) */
+                                cost?: number;
+                                /** @description how long each attempt may run; null: no limit */
+                                timeoutMs?: number | null;
+                                /**
+                                 * Format: date-time
+                                 * @description when the current lease ends
+                                 */
+                                leaseExpiresAt?: string | null;
+                                /** @description the worker holding or last holding the job */
+                                workerId?: string | null;
+                                /** @description what the handler returned (completed jobs) */
+                                result?: unknown;
+                                /** @description every failed attempt, oldest first */
+                                errors?: ({
+                                    message?: string;
+                                    name?: string;
+                                    stack?: string;
+                                    attempt?: number;
+                                    startedAt?: string | null;
+                                    finishedAt?: string;
+                                    workerId?: string | null;
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                                /**
+                                 * Format: date-time
+                                 * @description when it was sent
+                                 */
+                                createdAt?: string;
+                                /**
+                                 * Format: date-time
+                                 * @description when its latest attempt started
+                                 */
+                                startedAt?: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description when it completed, died or was cancelled
+                                 */
+                                finishedAt?: string | null;
+                                /** @description the trace context of its send (W3C trace context: `traceparent`, `tracestate`), or null when the sender traced nothing; a worker's span for the job continues it */
+                                traceContext?: {
+                                    [key: string]: string;
+                                } | null;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            /** @description pass as cursor for the next page; null when no page follows */
+                            nextCursor: string | null;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every cron schedule with its next run */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            schedules: ({
+                                name?: string;
+                                /** @description queue name (the library checks its characters) */
+                                queue?: string;
+                                /** @description five or six fields (seconds optional) */
+                                cron?: string;
+                                /** @description IANA time zone the cron is read in */
+                                timezone?: string | null;
+                                /** @description the same as timezone */
+                                tz?: string;
+                                /** @description the payload of the jobs it enqueues */
+                                data?: unknown;
+                                /**
+                                 * @description what happens to slots missed during an outage
+                                 * @enum {string}
+                                 */
+                                catchUp?: "latest" | "all" | "none";
+                                /**
+                                 * Format: date-time
+                                 * @description the next slot
+                                 */
+                                nextRunAt?: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description the latest slot handled; null before the first
+                                 */
+                                lastRunAt?: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description the latest slot handled, or when the schedule (re)started
+                                 */
+                                lastSlotAt?: string;
+                                /**
+                                 * Format: date-time
+                                 * @description the same as nextRunAt
+                                 */
+                                nextSlotAt?: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description when the schedule was created
+                                 */
+                                createdAt?: string;
+                                /**
+                                 * Format: date-time
+                                 * @description when it last changed
+                                 */
+                                updatedAt?: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;

@@ -11,6 +11,7 @@ import { errorResponse } from './schemas.js';
 import type { AppPlugin, RouteContext } from './context.js';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandlers } from './http-errors.js';
 import { adminRoutes } from './routes/admin.js';
+import { browseRoutes } from './routes/browse.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { eventRoutes } from './routes/events.js';
 import { EventStreams } from './event-stream.js';
@@ -89,6 +90,7 @@ export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, log
   workerRoutes(app, context);
   queueRoutes(app, context);
   adminRoutes(app, context);
+  browseRoutes(app, context);
   systemRoutes(app, context);
   await hookRoutes(app, sluice, hooks);
   dashboardRoutes(app);

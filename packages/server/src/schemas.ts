@@ -225,6 +225,28 @@ export const throughputQuery = {
   properties: { windowSeconds: optionalInt(1, 7 * 86_400), bucketSeconds: optionalInt(1, 86_400) },
 } as const;
 
+export const seriesQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { minutes: { ...optionalInt(1, 180), description: 'how many minutes, the current one last (default 60)' } },
+} as const;
+
+export const JOB_STATES = ['waiting', 'pending', 'active', 'completed', 'cancelled', 'dead'] as const;
+
+export const jobListQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    queue: queueName,
+    state: { type: 'string', enum: JOB_STATES },
+    key: text(512, 'jobs with this key'),
+    since: { type: 'string', format: 'date-time', description: 'created at or after' },
+    until: { type: 'string', format: 'date-time', description: 'created before' },
+    limit: { ...optionalInt(1, 500), description: 'jobs per page (default 50)' },
+    cursor: { type: 'string', minLength: 1, maxLength: 100, description: 'the nextCursor of the previous page' },
+  },
+} as const;
+
 export const errorResponse = {
   type: 'object',
   required: ['error', 'message'],
@@ -302,7 +324,7 @@ export const queueViewResponse = {
     refusals: {
       type: 'object',
       additionalProperties: true,
-      description: "sends this server refused since it started (its process's counters)",
+      description: 'sends refused over the last hour, by every process (counted in the database)',
       properties: { shed: int('503 queue_full'), keyLimited: int('429 key_limit') },
     },
   },
@@ -317,7 +339,7 @@ export const queueListResponse = {
 const jobProperties = {
   id: jobId,
   queue: queueName,
-  state: { type: 'string', enum: ['waiting', 'pending', 'active', 'completed', 'cancelled', 'dead'] },
+  state: { type: 'string', enum: JOB_STATES },
   data: { description: 'the payload' },
   key: nullableText('the key per-key limits count by'),
   singletonKey: nullableText('at most one unfinished job with this key'),
@@ -379,4 +401,78 @@ export const completeResponse = {
   type: 'object',
   additionalProperties: true,
   properties: { id: jobId, state: { type: 'string', enum: ['completed'] } },
+} as const;
+
+export const jobListResponse = {
+  type: 'object',
+  required: ['jobs', 'nextCursor'],
+  additionalProperties: true,
+  properties: {
+    jobs: { type: 'array', description: 'newest first', items: jobResponse },
+    nextCursor: nullableText('pass as cursor for the next page; null when no page follows'),
+  },
+} as const;
+
+const nullableNumber = (description: string) => ({ type: ['integer', 'null'], description }) as const;
+
+export const seriesResponse = {
+  type: 'object',
+  required: ['queue', 'stepSeconds', 'points'],
+  additionalProperties: true,
+  properties: {
+    queue: queueName,
+    stepSeconds: { type: 'integer', enum: [60], description: 'each point is a minute' },
+    points: {
+      type: 'array',
+      description: 'oldest first, the current minute last; counted by every process, kept in the database',
+      items: {
+        type: 'object',
+        required: ['at', 'running', 'cap', 'ready', 'lagMs', 'starts', 'completions', 'failures', 'dead', 'shed', 'keyLimited'],
+        additionalProperties: true,
+        properties: {
+          at: dateTime('start of the minute'),
+          running: nullableNumber('most jobs running (holding cap slots / active) in a sample of the minute; null: not sampled'),
+          cap: nullableNumber("the queue's global cap then; null: none, or not sampled"),
+          ready: nullableNumber("ready depth at the minute's last sample"),
+          lagMs: nullableNumber('age of the oldest ready job, the largest sample of the minute'),
+          starts: int('jobs started'),
+          completions: int('jobs completed'),
+          failures: int('attempts that failed and will retry'),
+          dead: int('jobs that went dead'),
+          shed: int('sends refused 503 queue_full'),
+          keyLimited: int('sends refused 429 key_limit'),
+        },
+      },
+    },
+  },
+} as const;
+
+export const scheduleListResponse = {
+  type: 'object',
+  required: ['schedules'],
+  additionalProperties: true,
+  properties: {
+    schedules: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: true,
+        properties: {
+          name: { type: 'string' },
+          queue: queueName,
+          cron: { type: 'string', description: 'five or six fields (seconds optional)' },
+          timezone: nullableText('IANA time zone the cron is read in'),
+          tz: { type: 'string', description: 'the same as timezone' },
+          data: { description: 'the payload of the jobs it enqueues' },
+          catchUp: { type: 'string', enum: ['latest', 'all', 'none'], description: 'what happens to slots missed during an outage' },
+          nextRunAt: nullableDateTime('the next slot'),
+          lastRunAt: nullableDateTime('the latest slot handled; null before the first'),
+          lastSlotAt: dateTime('the latest slot handled, or when the schedule (re)started'),
+          nextSlotAt: nullableDateTime('the same as nextRunAt'),
+          createdAt: dateTime('when the schedule was created'),
+          updatedAt: dateTime('when it last changed'),
+        },
+      },
+    },
+  },
 } as const;

@@ -166,6 +166,22 @@ CREATE TABLE sluice.queue (
   CONSTRAINT queue_retry_after_seconds_check CHECK (retry_after_seconds > 0)
 );
 
+CREATE TABLE sluice.queue_minute (
+  queue text NOT NULL,
+  minute timestamp with time zone NOT NULL,
+  starts bigint DEFAULT 0 NOT NULL,
+  completions bigint DEFAULT 0 NOT NULL,
+  failures bigint DEFAULT 0 NOT NULL,
+  dead bigint DEFAULT 0 NOT NULL,
+  shed bigint DEFAULT 0 NOT NULL,
+  key_limited bigint DEFAULT 0 NOT NULL,
+  running integer,
+  cap integer,
+  ready integer,
+  lag_ms bigint,
+  CONSTRAINT queue_minute_pkey PRIMARY KEY (queue, minute)
+);
+
 CREATE TABLE sluice.rate_grant (
   queue text NOT NULL,
   worker_id text NOT NULL,
@@ -212,6 +228,7 @@ CREATE UNIQUE INDEX job_singleton_idx ON sluice.job USING btree (queue, singleto
 CREATE INDEX job_start_key_window ON sluice.job_start USING btree (queue, key, started_at) WHERE (key IS NOT NULL);
 CREATE INDEX job_start_window ON sluice.job_start USING btree (queue, started_at);
 CREATE INDEX job_waiting_idx ON sluice.job USING btree (queue) WHERE (waiting_parents IS NOT NULL);
+CREATE INDEX queue_minute_minute_idx ON sluice.queue_minute USING btree (minute);
 CREATE INDEX rate_grant_window ON sluice.rate_grant USING btree (queue, until);
 
 -- Functions

@@ -28,6 +28,9 @@ export { Discard, Snooze, JobTimeout, JobCancelled } from './worker/outcomes.js'
 export type { TickResult } from './maintenance/maintenance.js';
 export type { Schedule, SchedulePolicy, CatchUp } from './maintenance/schedules.js';
 export type { DeadLetterFilter, DeadLetterPage } from './queue/dead-letters.js';
+export type { Counts, QueueCounts } from './queue/counts.js';
+export { JOB_STATES, MAX_JOB_PAGE, type JobFilter, type JobPage } from './queue/job-list.js';
+export { MAX_SERIES_MINUTES, type QueueSeries, type SeriesPoint } from './queue/series.js';
 export type { JobEvent, JobEventIterator, ResultOptions, EventsOptions } from './queue/results.js';
 export { migrateSchema, type MigrateResult, type SchemaMigration } from './db/migrate.js';
 export type {

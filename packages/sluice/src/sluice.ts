@@ -22,6 +22,9 @@ import { Results, type EventsOptions, type JobEventIterator, type ResultOptions 
 import { Waker } from './queue/waker.js';
 import { Schedules } from './maintenance/schedules.js';
 import { Queues } from './queue/queues.js';
+import { Counts } from './queue/counts.js';
+import { listJobs, type JobFilter, type JobPage } from './queue/job-list.js';
+import { Series, type QueueSeries } from './queue/series.js';
 import { validateInt, validateQueueName, validateSchemaName } from './queue/validate.js';
 import type { ClaimedJob, CompleteOptions, Emit, FlowJob, Job, JobChild, JobParent, Logger, SluiceEvents, ThroughputBucket, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
 import { Worker, type Handler, type WorkOptions } from './worker/worker.js';
@@ -63,6 +66,13 @@ export interface SluiceOptions {
    * `now()`. Leave unset in production: the database clock decides.
    */
   now?: () => Date;
+  /**
+   * How often this process adds what it counted (starts, completions, failures, dead,
+   * refused sends) to the database's per-minute figures, in ms. Default 5000.
+   */
+  countFlushMs?: number;
+  /** How long the maintenance tick keeps the per-minute figures, in minutes. Default 180 (the longest series). */
+  seriesRetentionMinutes?: number;
 }
 
 export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>> extends EventEmitter<SluiceEvents> {
@@ -75,10 +85,13 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   readonly maintenance: Maintenance;
   /** Prometheus metrics: mount `metrics.registry`, or serve `await metrics.text()`. */
   readonly metrics: Metrics;
+  /** This process's counts for the per-minute figures, flushed to the database every `countFlushMs`. */
+  readonly counts: Counts;
   readonly logger: Logger;
   private readonly db: Db;
   private readonly jobs: Jobs;
   private readonly results: Results;
+  private readonly seriesReader: Series;
   private readonly waker: Waker;
   /** Wakes the waits of `whenReady`, so `close()` ends them at once. */
   private readonly readyWaits = new Set<() => void>();
@@ -132,8 +145,14 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     }
     this.listener = this.notify ? new Listener(listenerConfig, channelOf(this.schema), cancelChannelOf(this.schema), eventsChannelOf(this.schema), this.logger, this.schema) : null;
     this.metrics = new Metrics(this.db, { registry: options.metricsRegistry });
-    this.countEvents();
     const ready = () => this.ready();
+    const countFlushMs = validateInt(options.countFlushMs, 'countFlushMs', { min: 10 }) ?? 5000;
+    const seriesRetentionMinutes = validateInt(options.seriesRetentionMinutes, 'seriesRetentionMinutes', { min: 1 }) ?? 180;
+    // The last flush runs inside close(), when ready() refuses: whatever was counted ran against a checked schema.
+    const readyUnlessClosing = () => (this.closed ? Promise.resolve() : this.ready());
+    this.counts = new Counts({ db: this.db, logger: this.logger, now: this.now, flushMs: countFlushMs, ready: readyUnlessClosing });
+    this.seriesReader = new Series(this.db, { now: this.now, counts: this.counts }, ready);
+    this.countEvents();
     this.queues = new Queues(this.db, ready);
     this.waker = new Waker(this.db, this.logger);
     this.jobs = new Jobs(this.db, { maxPayloadBytes: this.maxPayloadBytes, notify: this.notify, now: this.now, waker: this.waker }, ready);
@@ -146,6 +165,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
       notify: this.notify,
       now: this.now,
       emit: this.emitEvent,
+      seriesRetentionMinutes,
     });
   }
 
@@ -225,8 +245,13 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
       if (accepted) this.metrics.sent.inc({ queue }, accepted);
       return results;
     } catch (err) {
-      if (err instanceof QueueFullError) this.metrics.shed.inc({ queue }, attempted);
-      else if (err instanceof KeyLimitError) this.metrics.keyLimited.inc({ queue }, attempted);
+      if (err instanceof QueueFullError) {
+        this.metrics.shed.inc({ queue }, attempted);
+        this.counts.add(queue, 'shed', attempted);
+      } else if (err instanceof KeyLimitError) {
+        this.metrics.keyLimited.inc({ queue }, attempted);
+        this.counts.add(queue, 'keyLimited', attempted);
+      }
       else if (err instanceof AdmissionUnavailableError) this.metrics.admissionUnavailable.inc({ queue }, attempted);
       throw err;
     }
@@ -235,13 +260,19 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   /** Counters follow the events, whichever path (worker, pull API, sweeper) raised them. */
   private countEvents(): void {
     const m = this.metrics;
-    this.on('completed', (e) => m.completed.inc({ queue: e.queue }, e.ids.length));
+    const c = this.counts;
+    this.on('completed', (e) => {
+      m.completed.inc({ queue: e.queue }, e.ids.length);
+      c.add(e.queue, 'completions', e.ids.length);
+    });
     this.on('failed', (job) => {
       m.failed.inc({ queue: job.queue });
       m.retried.inc({ queue: job.queue });
+      c.add(job.queue, 'failures');
     });
     this.on('dead', (job) => {
       m.dead.inc({ queue: job.queue });
+      c.add(job.queue, 'dead');
       if (job.errors[job.errors.length - 1]?.name !== 'LeaseExpired') m.failed.inc({ queue: job.queue });
     });
     this.on('cancelled', (job) => m.cancelled.inc({ queue: job.queue }));
@@ -270,6 +301,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
         now: this.now,
         emit: this.emitEvent,
         metrics: this.metrics,
+        counts: this.counts,
         onStopped: (w) => this.workers.delete(w),
       },
       queue,
@@ -295,7 +327,10 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
    */
   claim<Q extends keyof Tasks & string>(queue: Q, opts: { max?: number; workerId?: string } = {}): Promise<ClaimedJob<Tasks[Q]>[]> {
     this.assertOpen();
-    return this.jobs.claim<Tasks[Q]>(queue, opts.max ?? 1, opts.workerId ?? 'pull');
+    return this.jobs.claim<Tasks[Q]>(queue, opts.max ?? 1, opts.workerId ?? 'pull').then((claimed) => {
+      this.counts.add(queue, 'starts', claimed.length);
+      return claimed;
+    });
   }
 
   /**
@@ -387,6 +422,26 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     return this.jobs.stats(queue);
   }
 
+  /**
+   * The last `minutes` minutes (default 60, at most 180) of `queue`: starts, completions,
+   * failures, dead and refused sends counted by every process, and the gauges the
+   * maintenance tick sampled (running against the cap, ready depth, lag). Oldest first,
+   * the current minute last; a minute with nothing recorded has zero counts and null gauges.
+   */
+  series(queue: string, opts?: { minutes?: number }): Promise<QueueSeries> {
+    return this.seriesReader.series(queue, opts);
+  }
+
+  /** Sends refused per queue over the last `minutes` (default 60), by every process. */
+  refusals(opts?: { minutes?: number }): Promise<Map<string, { shed: number; keyLimited: number }>> {
+    return this.seriesReader.refusals(opts);
+  }
+
+  /** Jobs matching `filter`, newest first, a page at a time (`nextCursor` → `cursor`). */
+  listJobs(filter?: JobFilter): Promise<JobPage> {
+    return listJobs(this.db, () => this.ready(), filter);
+  }
+
   /** Completed and dead jobs per bucket over a recent window (default: 15 minutes in 30 s buckets). */
   throughput(queue: string, opts?: { windowSeconds?: number; bucketSeconds?: number }): Promise<ThroughputBucket[]> {
     return this.jobs.throughput(queue, opts);
@@ -421,6 +476,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     this.results.close();
     await Promise.all([...this.workers].map((w) => w.stop({ timeoutMs })));
     await this.maintenance.stop();
+    await this.counts.stop();
     await this.waker.drain();
     await this.listener?.stop();
     if (this.ownsPool) await this.db.pool.end();

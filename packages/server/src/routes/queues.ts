@@ -1,16 +1,12 @@
-/** Admin endpoints for queues: list with live counts, read, put a policy, pause/resume, throughput. */
+/** Admin endpoints for queues: list with live counts, read, put a policy, pause/resume, throughput, series. */
 import type { FastifyInstance } from 'fastify';
 import { QueueNotFoundError, type Queue, type QueuePolicy, type Sluice } from 'sluice';
 import type { RouteContext } from '../context.js';
-import { policyBody, queueListResponse, queueParams, queueResponse, queueViewResponse, throughputQuery } from '../schemas.js';
+import { policyBody, queueListResponse, queueParams, queueResponse, queueViewResponse, seriesQuery, seriesResponse, throughputQuery } from '../schemas.js';
 
-/** This process's refusal counters per queue (Prometheus counters of the Sluice instance). */
-async function refusalsByQueue(sluice: Sluice): Promise<Map<string, { shed: number; keyLimited: number }>> {
-  const byQueue = new Map<string, { shed: number; keyLimited: number }>();
-  const entry = (queue: string) => byQueue.get(queue) ?? byQueue.set(queue, { shed: 0, keyLimited: 0 }).get(queue)!;
-  for (const v of (await sluice.metrics.shed.get()).values) entry(String(v.labels.queue)).shed += v.value;
-  for (const v of (await sluice.metrics.keyLimited.get()).values) entry(String(v.labels.queue)).keyLimited += v.value;
-  return byQueue;
+/** Sends refused per queue over the last hour, by every process (the database's per-minute counts). */
+function refusalsByQueue(sluice: Sluice): Promise<Map<string, { shed: number; keyLimited: number }>> {
+  return sluice.refusals({ minutes: 60 });
 }
 
 async function queueView(sluice: Sluice, queue: Queue, refusals: Map<string, { shed: number; keyLimited: number }>) {
@@ -23,7 +19,7 @@ export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteCo
     '/api/queues',
     {
       onRequest: adminAuth,
-      schema: { tags: ['admin'], summary: 'Every queue with its policy, counts and refusals since this server started', response: { 200: queueListResponse } },
+      schema: { tags: ['admin'], summary: 'Every queue with its policy, counts and refusals over the last hour', response: { 200: queueListResponse } },
     },
     async () => {
       const [queues, refusals] = await Promise.all([sluice.queues.list(), refusalsByQueue(sluice)]);
@@ -86,6 +82,24 @@ export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteCo
       const { windowSeconds = 900, bucketSeconds = 30 } = request.query;
       if (!(await sluice.queues.get(request.params.queue))) throw new QueueNotFoundError(request.params.queue);
       return { buckets: await sluice.throughput(request.params.queue, { windowSeconds, bucketSeconds }) };
+    },
+  );
+
+  app.get<{ Params: { queue: string }; Querystring: { minutes?: number } }>(
+    '/api/queues/:queue/series',
+    {
+      onRequest: adminAuth,
+      schema: {
+        tags: ['admin'],
+        summary: 'Per-minute figures of the queue over the last minutes (default 60): running against the cap, ready depth, lag, starts, completions, failures, dead, refusals',
+        params: queueParams,
+        querystring: seriesQuery,
+        response: { 200: seriesResponse },
+      },
+    },
+    async (request) => {
+      if (!(await sluice.queues.get(request.params.queue))) throw new QueueNotFoundError(request.params.queue);
+      return sluice.series(request.params.queue, { minutes: request.query.minutes ?? 60 });
     },
   );
 }

@@ -47,3 +47,16 @@ SET state = 'pending', attempts = 0, run_at = coalesce($2::timestamptz, now()),
     lease_token = NULL, lease_expires_at = NULL, worker_id = NULL
 WHERE id = $1 AND state IN ('dead', 'cancelled')
 RETURNING *;
+
+-- name: JobList
+-- Jobs matching the filters (each NULL = any), newest first, below the cursor id $6: a
+-- backward walk of the primary key, stopping after $7 matches.
+SELECT * FROM :SCHEMA.job
+WHERE id < coalesce($6::bigint, 9223372036854775807)
+  AND ($1::text IS NULL OR queue = $1)
+  AND ($2::text IS NULL OR state = $2:::SCHEMA.job_state)
+  AND ($3::text IS NULL OR key = $3)
+  AND ($4::timestamptz IS NULL OR created_at >= $4)
+  AND ($5::timestamptz IS NULL OR created_at < $5)
+ORDER BY id DESC
+LIMIT $7;

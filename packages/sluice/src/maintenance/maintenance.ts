@@ -1,6 +1,7 @@
 /**
  * The maintenance tick: sweep expired leases, free cap slots a fault left behind, enqueue
- * due cron slots, prune finished jobs past their retention.
+ * due cron slots, prune finished jobs past their retention, sample every queue's gauges
+ * into the per-minute figures and prune those past theirs.
  *
  * Two guards make a tick safe to run from every process:
  *  - an overlap guard in the process: a tick that starts while the previous one is still
@@ -16,7 +17,7 @@ import type { Db } from '../db/db.js';
 import { reportDead } from '../queue/dead.js';
 import { toJob } from '../queue/rows.js';
 import type { Emit, Job, Logger } from '../types.js';
-import { pruneEventListeners, pruneFinished, pruneStarts } from './retention.js';
+import { pruneEventListeners, pruneFinished, pruneSeries, pruneStarts } from './retention.js';
 import { enqueueDueSlots } from './schedules.js';
 
 export interface TickResult {
@@ -41,6 +42,8 @@ export interface MaintenanceDeps {
   notify: boolean;
   now: () => Date | null;
   emit: Emit;
+  /** How long the per-minute figures are kept. */
+  seriesRetentionMinutes: number;
 }
 
 const SWEEP_BATCH = 500;
@@ -112,6 +115,9 @@ export class Maintenance {
         const pruned = await pruneFinished(db, this.deps.now());
         await pruneStarts(db, this.deps.now());
         await pruneEventListeners(db);
+        // The series' gauges, sampled by the one tick of the cluster that holds the lock.
+        await db.run('QueueMinuteSample', [this.deps.now()]);
+        await pruneSeries(db, this.deps.now(), this.deps.seriesRetentionMinutes);
         return { ran: true, ...swept, slotsFreed, scheduled, pruned };
       } finally {
         await db.run('MaintenanceUnlock', [], lockHolder).catch((err) => (broken = err));

@@ -44,3 +44,8 @@ export async function pruneStarts(db: Db, now: Date | null): Promise<void> {
 export async function pruneEventListeners(db: Db): Promise<void> {
   await db.run('EventListenerPrune');
 }
+
+/** Per-minute figures older than `retentionMinutes` (one statement). */
+export async function pruneSeries(db: Db, now: Date | null, retentionMinutes: number): Promise<void> {
+  await db.run('QueueMinutePrune', [now, retentionMinutes]);
+}

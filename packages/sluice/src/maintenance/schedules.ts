@@ -38,6 +38,8 @@ export interface Schedule {
   lastSlotAt: Date;
   /** The next slot after `lastSlotAt`. */
   nextSlotAt: Date | null;
+  /** `lastSlotAt` once it is a slot the tick handled; null before the first (it is then when the schedule started). */
+  lastRunAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -72,6 +74,7 @@ function toSchedule(r: any): Schedule {
     catchUp: r.catch_up,
     lastSlotAt: r.last_slot_at,
     nextSlotAt: cron.nextRun(r.last_slot_at),
+    lastRunAt: cron.match(r.last_slot_at) ? r.last_slot_at : null,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

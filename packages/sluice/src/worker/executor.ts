@@ -76,6 +76,8 @@ export interface ExecutorDeps {
   handler: Handler<any>;
   completer: Completer;
   pickupDelay: { observe(seconds: number): void };
+  /** A claimed job started running here (counted for the per-minute figures). */
+  started?(): void;
   runDuration: { observe(seconds: number): void };
   /** A handler returned or threw: a local slot is free. */
   jobEnded(): void;
@@ -355,6 +357,7 @@ export class Executor {
     entry.at = this.running.push(entry) - 1;
     if (cancelled) entry.abort.abort(new JobCancelled(job.id));
     this.deps.pickupDelay.observe(Math.max(0, (row.started_at.getTime() - row.run_at.getTime()) / 1000));
+    this.deps.started?.();
     const traced = startProcess(this.deps.queue, job.id, job.attempts, job.key, job.traceContext);
     if (traced === null) {
       entry.settled = this.execute(entry, ctx);

@@ -21,6 +21,7 @@ import { hostname } from 'node:os';
 import type { Db } from '../db/db.js';
 import type { Listener } from '../db/listener.js';
 import type { Metrics } from '../metrics.js';
+import type { Counts } from '../queue/counts.js';
 import { reportDead } from '../queue/dead.js';
 import { ValidationError } from '../errors.js';
 import { validateInt, validateWorkerId } from '../queue/validate.js';
@@ -61,6 +62,7 @@ export interface WorkerDeps {
   now: () => Date | null;
   emit: Emit;
   metrics: Metrics;
+  counts: Counts;
   onStopped: (worker: Worker) => void;
 }
 
@@ -119,6 +121,7 @@ export class Worker {
       handler,
       completer: this.completer,
       pickupDelay: deps.metrics.pickupDelay.labels(queue),
+      started: () => deps.counts.add(queue, 'starts'),
       runDuration: deps.metrics.runDuration.labels(queue),
       jobEnded: () => {
         this.jobEnded?.();
