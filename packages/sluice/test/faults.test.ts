@@ -26,6 +26,13 @@ test('pg_terminate_backend of the worker and listener connections: they reconnec
   const first = await producer.sendMany(q, Array.from({ length: 20 }, (_, i) => ({ data: i })));
   await waitFor(() => first.every((r) => runs.has(r.id)), { message: 'first batch done' });
   await waitFor(() => w.isIdle, { message: 'worker idle' });
+  // Both connections up before the kill (on a busy host the listener can still be connecting).
+  const db = await testDatabase();
+  const admin = await sqlClient();
+  await waitFor(
+    async () => (await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE 'victim%'", [db.name])).rows[0].n >= 2,
+    { message: 'the worker pool and listener connected' },
+  );
 
   const killed = await terminate('victim');
   assert.ok(killed >= 2, `killed the pool and listener connections (${killed})`);
