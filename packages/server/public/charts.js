@@ -28,7 +28,7 @@ export const QUEUE_CHARTS = [
 
 /** The overview's one chart per queue: running against the cap, and ready on its own axis. */
 export const OVERVIEW_CHART = {
-  id: 'load', title: 'Last hour', unit: 'running', empty: 'No data in the last hour.',
+  id: 'load', title: 'Running against the cap, and ready depth', unit: 'running', empty: 'No data in the last hour.',
   series: [gauge('running', 'running', C.green), cap, gauge('ready', 'ready', C.blue, { scale: 'ready' })],
   right: { scale: 'ready', unit: 'ready', color: C.blue },
 };
@@ -105,13 +105,23 @@ function options(spec, { width, height, compact, sync }) {
   };
 }
 
+/** The chart in words, for screen readers: each counter's total, each gauge's peak. */
+function summary(spec, data) {
+  const parts = spec.series.map((s, i) => {
+    const values = data[i + 1].filter((v) => v !== null);
+    if (s.counter) return `${s.label} ${fmtCount(values.reduce((n, v) => n + v, 0))} in all`;
+    return values.length ? `${s.label} up to ${spec.format ? spec.format(Math.max(...values)) : fmtCount(Math.max(...values))}` : `${s.label} not recorded`;
+  });
+  return `${spec.title}, last ${data[0].length} minutes: ${parts.join(', ')}`;
+}
+
 /**
  * A chart that keeps its uPlot across refreshes: update(points) hands it new data. The
  * canvas follows its figure's width.
  */
 export function seriesChart(spec, { compact = false, sync } = {}) {
   const height = compact ? 150 : 200;
-  const plot = h('div', { class: 'plot' });
+  const plot = h('div', { class: 'plot', role: 'img' });
   const empty = h('p', { class: 'chart-empty', hidden: true }, spec.empty);
   const el = h('figure', { class: `series-chart${compact ? ' compact' : ''}`, 'data-chart': spec.id },
     compact ? null : h('figcaption', {}, spec.title), plot, empty);
@@ -133,6 +143,7 @@ export function seriesChart(spec, { compact = false, sync } = {}) {
       } else if (chart) chart.setData(data);
       else chart = new uPlot(options(spec, { width: width(), height, compact, sync }), data, plot);
       const drawn = chart ? chart.data : data;
+      plot.setAttribute('aria-label', summary(spec, data));
       el.dataset.drawn = JSON.stringify(Object.fromEntries([['at', drawn[0]], ...spec.series.map((s, i) => [s.key, drawn[i + 1]])]));
       el.dataset.empty = String(none);
     },

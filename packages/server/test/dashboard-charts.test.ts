@@ -140,6 +140,9 @@ test("a queue's last hour: the overview's chart and the queue page's charts draw
     });
   }, { message: "the flow chart's legend to show the latest minute", detail: () => legendOf(page, 'flow') });
   assert.deepEqual(Object.keys(await legendOf(page, 'refusals')), ['Minute', 'shed (503)', 'key-limited (429)']);
+  // Each chart says what it shows in words too.
+  assert.equal(await page.locator('figure[data-chart="refusals"] [role="img"]').getAttribute('aria-label'),
+    'Sends refused per minute, last 60 minutes: shed (503) 2 in all, key-limited (429) 1 in all');
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard-charts-queue.png'), fullPage: true });
 
   // The idle queue's page says so for each chart, and nothing reads NaN.
