@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerDead } from './commands/dead.js';
 import { registerDemo } from './commands/demo.js';
+import { registerJobs } from './commands/jobs.js';
 import { registerMigrate } from './commands/migrate.js';
 import { registerProve } from './commands/prove.js';
 import { registerQueues } from './commands/queues.js';
@@ -28,6 +29,7 @@ export function createProgram(io: CliIo, setExit: (code: number) => void): Comma
   registerSend(program, io);
   registerStats(program, io);
   registerDead(program, io);
+  registerJobs(program, io);
   registerSchedules(program, io);
   registerWorker(program, io);
   registerServe(program, io);

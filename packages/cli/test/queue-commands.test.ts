@@ -126,6 +126,36 @@ test('queues put takes a rate, a budget and a max wait; list and stats show them
   assert.deepEqual((await sluice.queues.get('cli-per-second'))?.rateLimit, { count: 50, periodMs: 1000 }, '50/s is 50 per second');
 });
 
+test('jobs list: filters, a table or JSON, pages by cursor, bad input refused in one line', async () => {
+  await ready;
+  await sluice.queues.put('cli-jobs', {});
+  await sluice.queues.put('cli-other', {});
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) ids.push((await sluice.send('cli-jobs', { i }, { key: 'cli-jobs-tenant' })).id);
+  await sluice.send('cli-other', null);
+  const [claimed] = await sluice.claim('cli-jobs');
+
+  const table = await run(['jobs', 'list', '--queue', 'cli-jobs']);
+  assert.equal(table.code, 0, table.err);
+  assert.match(table.out, /id\s+queue\s+state\s+key\s+attempts\s+created/);
+  assert.equal(table.out.trim().split('\n').length, 5, 'header, rule and three jobs');
+
+  const active = JSON.parse((await run(['jobs', 'list', '--queue', 'cli-jobs', '--state', 'active', '--json'])).out);
+  assert.deepEqual(active.jobs.map((j: { id: string }) => j.id), [claimed!.id]);
+
+  const first = JSON.parse((await run(['jobs', 'list', '--key', 'cli-jobs-tenant', '--limit', '2', '--json'])).out);
+  assert.deepEqual(first.jobs.map((j: { id: string }) => j.id), [ids[2], ids[1]]);
+  assert.ok(first.nextCursor);
+  const second = JSON.parse((await run(['jobs', 'list', '--key', 'cli-jobs-tenant', '--limit', '2', '--cursor', first.nextCursor, '--json'])).out);
+  assert.deepEqual(second.jobs.map((j: { id: string }) => j.id), [ids[0]]);
+  assert.equal(second.nextCursor, null);
+  assert.match((await run(['jobs', 'list', '--key', 'cli-jobs-tenant', '--limit', '2'])).out, new RegExp(`more: --cursor ${first.nextCursor}`));
+
+  const bad = await run(['jobs', 'list', '--state', 'sleeping']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.err, /^sluice: state must be one of/);
+});
+
 test('dead list, replay one and by filter, cancel', async () => {
   await ready;
   await sluice.queues.put('cli-dead', { maxAttempts: 1 });

@@ -148,7 +148,9 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     const ready = () => this.ready();
     const countFlushMs = validateInt(options.countFlushMs, 'countFlushMs', { min: 10 }) ?? 5000;
     const seriesRetentionMinutes = validateInt(options.seriesRetentionMinutes, 'seriesRetentionMinutes', { min: 1 }) ?? 180;
-    this.counts = new Counts({ db: this.db, logger: this.logger, now: this.now, flushMs: countFlushMs, ready });
+    // The last flush runs inside close(), when ready() refuses: whatever was counted ran against a checked schema.
+    const readyUnlessClosing = () => (this.closed ? Promise.resolve() : this.ready());
+    this.counts = new Counts({ db: this.db, logger: this.logger, now: this.now, flushMs: countFlushMs, ready: readyUnlessClosing });
     this.seriesReader = new Series(this.db, { now: this.now, counts: this.counts }, ready);
     this.countEvents();
     this.queues = new Queues(this.db, ready);
