@@ -69,10 +69,8 @@ async function history(url: string): Promise<void> {
         if (!(err instanceof QueueFullError || err instanceof KeyLimitError)) throw err;
       }
     };
-    /** Claims up to `max`, then ends each: completed, or failed when `fails()` says so. */
-    const work = async (queue: string, max: number, fails: () => boolean, sample?: () => Promise<unknown>) => {
-      const jobs = await sluice.claim(queue, { max });
-      await sample?.();
+    /** Ends claimed jobs: completed, or failed when `fails()` says so. */
+    const finish = async (jobs: Awaited<ReturnType<typeof sluice.claim>>, fails: () => boolean) => {
       for (const job of jobs) {
         if (fails()) await sluice.fail(job.id, job.leaseToken, { name: 'RenderError', message: 'the renderer ran out of memory' });
         else await sluice.complete(job.id, job.leaseToken, { ok: true });
@@ -89,14 +87,17 @@ async function history(url: string): Promise<void> {
         const key = spike && rand() < 0.5 ? 'user-17' : `user-${Math.floor(rand() * 40)}`;
         await send('render', { scene: `s-${m}-${i}` }, key);
       }
-      for (let i = 0; i < 6 + Math.floor(rand() * 5); i++) await send('emails', { to: `user-${i}@example.com` }, `user-${i}`);
       // Three rounds of work a minute; the tick samples the gauges while the second runs.
       for (const [round, at] of [[0, 12_000], [1, 30_000], [2, 48_000]] as const) {
         clock = minute + at;
-        const sample = round === 1 ? () => sluice.runMaintenance() : undefined;
-        await work('render', 4, () => rand() < (spike ? 0.12 : 0.04), sample);
-        await work('emails', 8, () => rand() < 0.03);
-        await work('reports', 1, () => false);
+        for (let i = 0; i < 2 + Math.floor(rand() * 5); i++) await send('emails', { to: `user-${i}@example.com` }, `user-${i}`);
+        const render = await sluice.claim('render', { max: 4 });
+        const emails = await sluice.claim('emails', { max: 8 });
+        const reports = await sluice.claim('reports', { max: 1 });
+        if (round === 1) await sluice.runMaintenance();
+        await finish(render, () => rand() < (spike ? 0.12 : 0.04));
+        await finish(emails, () => rand() < 0.03);
+        await finish(reports, () => false);
       }
       await sluice.counts.runOnce();
     }
