@@ -207,6 +207,22 @@ test('the jobs page filters by queue, state, key and time, and pages without rep
   assert.ok((await sluice.get(waiting[59]!.id))!.createdAt < since);
   await page.evaluate((s) => (location.hash = `#/jobs?queue=mail&since=${encodeURIComponent(s)}`), since.toISOString());
   await waitFor(async () => (await rowIds(page)).join() === k2[0]!.id, { message: 'only the job created since' });
+  // The form's time inputs are local time, to the second: what a user types there filters.
+  await page.evaluate(() => (location.hash = '#/jobs?queue=mail'));
+  await waitFor(async () => (await rowIds(page)).length === 50, { message: 'the unfiltered first page' });
+  // (Built in the page, whose time zone the input uses; no named functions: the page lacks tsx's helpers.)
+  const local = await page.evaluate((iso) => {
+    const d = new Date(iso);
+    const parts = [d.getMonth() + 1, d.getDate(), d.getHours(), d.getMinutes(), d.getSeconds()].map((n) => String(n).padStart(2, '0'));
+    return `${d.getFullYear()}-${parts[0]}-${parts[1]}T${parts[2]}:${parts[3]}:${parts[4]}`;
+  }, since.toISOString());
+  await page.getByLabel('Created from').fill(local);
+  await page.getByRole('button', { name: 'Filter' }).click();
+  const typed = new Date(Math.floor(since.getTime() / 1000) * 1000).toISOString();
+  await waitFor(async () => new URLSearchParams((await page.evaluate(() => location.hash)).split('?')[1]).get('since') === typed, { message: 'the typed time in the URL' });
+  const matching = (await api(server).admin('GET', `/api/jobs?queue=mail&since=${encodeURIComponent(typed)}`)).body.jobs.map((j: { id: string }) => j.id);
+  assert.ok(matching.includes(k2[0]!.id));
+  await waitFor(async () => (await rowIds(page)).join() === matching.join(), { message: 'the jobs created from the typed time' });
   const before = new Date((await sluice.get(done[0]!.id))!.createdAt.getTime() - 60_000).toISOString();
   await page.evaluate((u) => (location.hash = `#/jobs?until=${encodeURIComponent(u)}`), before);
   await waitFor(async () => (await text(page, '#jobs-summary')) === 'No jobs match.', { message: 'nothing before the first job' });
