@@ -325,11 +325,12 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
    * Claim up to `max` jobs without a handler (the pull-worker API, e.g. for workers in
    * other languages over HTTP). Results must present each job's `leaseToken`.
    */
-  async claim<Q extends keyof Tasks & string>(queue: Q, opts: { max?: number; workerId?: string } = {}): Promise<ClaimedJob<Tasks[Q]>[]> {
+  claim<Q extends keyof Tasks & string>(queue: Q, opts: { max?: number; workerId?: string } = {}): Promise<ClaimedJob<Tasks[Q]>[]> {
     this.assertOpen();
-    const claimed = await this.jobs.claim<Tasks[Q]>(queue, opts.max ?? 1, opts.workerId ?? 'pull');
-    this.counts.add(queue, 'starts', claimed.length);
-    return claimed;
+    return this.jobs.claim<Tasks[Q]>(queue, opts.max ?? 1, opts.workerId ?? 'pull').then((claimed) => {
+      this.counts.add(queue, 'starts', claimed.length);
+      return claimed;
+    });
   }
 
   /**
@@ -437,9 +438,8 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   }
 
   /** Jobs matching `filter`, newest first, a page at a time (`nextCursor` → `cursor`). */
-  async listJobs(filter?: JobFilter): Promise<JobPage> {
-    await this.ready();
-    return listJobs(this.db, filter);
+  listJobs(filter?: JobFilter): Promise<JobPage> {
+    return listJobs(this.db, () => this.ready(), filter);
   }
 
   /** Completed and dead jobs per bucket over a recent window (default: 15 minutes in 30 s buckets). */

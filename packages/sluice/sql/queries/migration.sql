@@ -38,6 +38,3 @@ INSERT INTO :SCHEMA.migration (version, name) VALUES ($1, $2);
 
 -- name: MigrationTableExists
 SELECT to_regclass(':SCHEMA_NAME.migration') IS NOT NULL AS exists;
-
--- name: MigrationCurrentVersion
-SELECT coalesce(max(version), 0) AS version FROM :SCHEMA.migration;

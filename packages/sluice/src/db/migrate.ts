@@ -125,9 +125,15 @@ async function runMigrations(pool: pg.Pool, schema: string, migrations: SchemaMi
 export async function assertSchemaCurrent(pool: pg.Pool, schema: string): Promise<void> {
   const sql = sqlFor(schema);
   const exists = (await pool.query(sql.query('MigrationTableExists').text)).rows[0]?.exists;
-  const version = exists ? Number((await pool.query(sql.query('MigrationCurrentVersion').text)).rows[0]?.version) : 0;
+  const applied = exists ? new Set((await pool.query(sql.query('MigrationApplied').text)).rows.map((r) => Number(r.version))) : new Set<number>();
+  const version = Math.max(0, ...applied);
   const latest = latestVersion();
   if (version > latest) throw newerSchema(schema, version, latest);
+  // Versions may skip a number, and a step numbered below the newest can arrive later: every one must be applied.
+  const missing = sql.migrations.filter((m) => !applied.has(m.version)).map((m) => m.version);
+  if (missing.length > 0 && version === latest) {
+    throw new SchemaVersionError(`schema "${schema}" lacks migration ${missing.join(', ')}: run sluice.migrate() (or \`sluice migrate\`) first`);
+  }
   if (version < latest) {
     throw new SchemaVersionError(
       `schema "${schema}" is at version ${version} but this library needs ${latest}: run sluice.migrate() (or \`sluice migrate\`) first`,

@@ -32,7 +32,8 @@ export interface JobPage {
   nextCursor: string | null;
 }
 
-export async function listJobs(db: Db, filter: JobFilter = {}): Promise<JobPage> {
+/** Checks the filter (before any statement runs), then reads one page. */
+export async function listJobs(db: Db, ready: () => Promise<void>, filter: JobFilter = {}): Promise<JobPage> {
   if (filter === null || typeof filter !== 'object') throw new ValidationError('filter must be an object', 'filter');
   const queue = filter.queue === undefined ? null : validateQueueName(filter.queue);
   if (filter.state !== undefined && !JOB_STATES.includes(filter.state)) {
@@ -45,6 +46,7 @@ export async function listJobs(db: Db, filter: JobFilter = {}): Promise<JobPage>
   }
   const limit = validateInt(filter.limit, 'limit', { min: 1, max: MAX_JOB_PAGE }) ?? 50;
   const cursor = filter.cursor === undefined ? null : validateJobId(filter.cursor, 'cursor', 'cursor must be the `nextCursor` of a previous page');
+  await ready();
   // One more than asked for: whether a next page exists, without a second statement.
   const rows = await db.run('JobList', [queue, filter.state ?? null, key, filter.since ?? null, filter.until ?? null, cursor, limit + 1]);
   const jobs = rows.slice(0, limit).map((r) => toJob(r));
