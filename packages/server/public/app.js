@@ -91,11 +91,14 @@ async function refresh() {
   }
 }
 
+/** Polls the view shown now, until another is shown (a poll of the old one then stops). */
 function schedulePoll() {
   stopPolling();
+  const view = current;
   timer = setTimeout(async () => {
+    if (current !== view) return;
     await refresh();
-    if (current?.live) schedulePoll();
+    if (current === view && view.live) schedulePoll();
   }, POLL_MS);
 }
 

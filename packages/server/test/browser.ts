@@ -48,11 +48,15 @@ export function watch(page: Page): Page {
 
 export const problemsOf = (page: Page) => (page as Page & { problems: string[] }).problems;
 
-/** Signs `page` in with the admin token (it lands on the queues overview). */
+/**
+ * Signs `page` in with the admin token and waits until the app shows (on the queues
+ * overview): a link followed before would be rendered again when the sign-in completes.
+ */
 export async function signIn(page: Page, url: string, token = TOKENS.adminToken): Promise<Page> {
   await page.goto(`${url}/`);
   await page.getByLabel(/Admin token/).fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.locator('#sign-out').waitFor({ state: 'visible', timeout: 30_000 });
   return page;
 }
 

@@ -52,22 +52,30 @@ export function policyForm(name) {
       return `policy of ${name} saved`;
     });
   });
+  async function load() {
+    loaded = await apiCall('GET', `/api/queues/${encodeURIComponent(name)}`);
+    form.replaceChildren(
+      ...POLICY_FIELDS.map(([path, label, hint]) => {
+        const [a, b] = path.split('.');
+        const value = b ? loaded[a]?.[b] : loaded[a];
+        const id = `policy-${path.replace('.', '-')}`;
+        return h('div', {},
+          h('label', { for: id }, label),
+          h('input', { id, name: path, inputmode: 'decimal', value: value ?? '', 'aria-describedby': `${id}-hint` }),
+          h('span', { class: 'hint', id: `${id}-hint` }, hint));
+      }),
+      h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Save policy'), h('a', { href: '#/' }, 'Back to queues')));
+  }
+  // Built once, however many refreshes overlap: building it again would drop an edit.
+  let loading = null;
   return {
     root,
-    async refresh() {
-      if (loaded && form.childElementCount) return;
-      loaded = await apiCall('GET', `/api/queues/${encodeURIComponent(name)}`);
-      form.replaceChildren(
-        ...POLICY_FIELDS.map(([path, label, hint]) => {
-          const [a, b] = path.split('.');
-          const value = b ? loaded[a]?.[b] : loaded[a];
-          const id = `policy-${path.replace('.', '-')}`;
-          return h('div', {},
-            h('label', { for: id }, label),
-            h('input', { id, name: path, inputmode: 'decimal', value: value ?? '', 'aria-describedby': `${id}-hint` }),
-            h('span', { class: 'hint', id: `${id}-hint` }, hint));
-        }),
-        h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Save policy'), h('a', { href: '#/' }, 'Back to queues')));
+    refresh() {
+      loading ??= load().catch((err) => {
+        loading = null;
+        throw err;
+      });
+      return loading;
     },
   };
 }
