@@ -189,6 +189,7 @@ test('the jobs page filters by queue, state, key and time, and pages without rep
   await page.getByRole('button', { name: 'Next page' }).click();
   await waitFor(async () => (await rowIds(page)).join() === expected.slice(50).join(), { message: 'the second page', detail: () => rowIds(page) });
   assert.equal(await page.getByRole('button', { name: 'Next page' }).isHidden(), true, 'no third page');
+  assert.match(await text(page, '#jobs-summary'), /^Page 2: 10 job\(s\)/);
   await page.reload();
   await waitFor(async () => (await rowIds(page)).join() === expected.slice(50).join(), { message: 'the second page after a reload' });
   assert.equal(await page.getByLabel('Key').inputValue(), 'k1');

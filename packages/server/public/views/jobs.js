@@ -7,9 +7,9 @@ const STATES = ['waiting', 'pending', 'active', 'completed', 'cancelled', 'dead'
 const FILTERS = ['queue', 'state', 'key', 'since', 'until'];
 const PAGE_SIZE = 50;
 
-// The cursors of the pages before this one, for Previous: kept across the hash changes
-// that paging makes; a first page (no cursor) starts it afresh.
-let previous = [];
+// For each page reached with Next (its filters and cursor), the cursor of the page before
+// it: Previous and the page number follow it, after the browser's Back and Forward too.
+const before = new Map();
 
 /** A `datetime-local` input's value (local time, to the second) for an ISO time, and back. */
 function toLocalInput(iso) {
@@ -28,8 +28,11 @@ export const jobsHash = (params) => {
 export function jobsView() {
   const params = new URLSearchParams(location.hash.split('?')[1] ?? '');
   const cursor = params.get('cursor') ?? '';
-  if (!cursor) previous = [];
   const filters = Object.fromEntries(FILTERS.map((f) => [f, params.get(f) ?? '']));
+  const pageKey = (c) => JSON.stringify([filters, c]);
+  // This page's number, or null when it was reached otherwise (a link, a reload).
+  let page = 1;
+  for (let c = cursor; c && page !== null; c = before.get(pageKey(c))) page = before.has(pageKey(c)) ? page + 1 : null;
 
   const queueSelect = h('select', { id: 'jobs-queue', name: 'queue' }, h('option', { value: '' }, 'all queues'));
   const stateSelect = h('select', { id: 'jobs-state', name: 'state' }, h('option', { value: '' }, 'any state'), STATES.map((s) => h('option', { value: s }, s)));
@@ -55,13 +58,13 @@ export function jobsView() {
 
   const rows = h('tbody');
   const summary = h('p', { id: 'jobs-summary' });
-  const prev = h('button', { type: 'button', id: 'jobs-prev', hidden: !cursor }, previous.length ? 'Previous page' : 'First page');
+  const prev = h('button', { type: 'button', id: 'jobs-prev', hidden: !cursor }, page === null ? 'First page' : 'Previous page');
   const next = h('button', { type: 'button', id: 'jobs-next', hidden: true }, 'Next page');
   let nextCursor = null;
-  prev.addEventListener('click', () => (location.hash = jobsHash({ ...filters, cursor: previous.pop() ?? '' })));
+  prev.addEventListener('click', () => (location.hash = jobsHash({ ...filters, cursor: before.get(pageKey(cursor)) ?? '' })));
   next.addEventListener('click', () => {
     if (!nextCursor) return;
-    previous.push(cursor);
+    before.set(pageKey(nextCursor), cursor);
     location.hash = jobsHash({ ...filters, cursor: nextCursor });
   });
   const list = table({ 'aria-labelledby': 'jobs-title', id: 'jobs-table' }, ['Job', 'Queue', 'State', 'Key', 'Attempts', 'Created', 'Started', 'Finished'], rows);
@@ -69,7 +72,6 @@ export function jobsView() {
     h('h2', { id: 'jobs-title' }, 'Jobs'), form, summary, list, h('div', { class: 'actions pager' }, prev, next));
 
   let queuesLoaded = false;
-  const page = previous.length + 1;
   return {
     title: 'Jobs',
     root,
@@ -90,7 +92,7 @@ export function jobsView() {
       nextCursor = answer.nextCursor;
       next.hidden = !nextCursor;
       summary.textContent = answer.jobs.length
-        ? `${cursor && !previous.length ? 'A later page' : `Page ${page}`}: ${answer.jobs.length} job(s), newest first${nextCursor ? '; more on the next page' : ''}.`
+        ? `${page === null ? 'A later page' : `Page ${page}`}: ${answer.jobs.length} job(s), newest first${nextCursor ? '; more on the next page' : ''}.`
         : cursor ? 'No more jobs match.' : 'No jobs match.';
       rows.replaceChildren(...answer.jobs.map((job) => h('tr', { 'data-job': job.id },
         h('td', {}, h('a', { href: `#/jobs/${job.id}` }, `#${job.id}`)),
