@@ -7,56 +7,14 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '@sluice/testkit';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { browserPages, CHROMIUM, problemsOf, text } from './browser.js';
 import { startTestServer, TOKENS } from './helpers.js';
 
-const CHROMIUM = '/usr/bin/chromium';
+const { page: launch, signedIn, close } = browserPages();
+after(close);
+
 const ARTIFACTS = fileURLToPath(new URL('./artifacts/', import.meta.url));
 const XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>';
-
-// playwright gives each launch a fresh, temporary user-data-dir.
-let browser: Browser | undefined;
-after(async () => {
-  await browser?.close();
-});
-
-/** A new page of the browser (launched once per file), collecting the page's problems. */
-async function launch(): Promise<Page> {
-  browser ??= await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const problems: string[] = [];
-  page.on('pageerror', (err) => problems.push(err.message));
-  // The wrong-token sign-ins are meant to be refused; anything else (a CSP violation, a
-  // missing file, a script error) is a problem.
-  page.on('console', (msg) => msg.type() === 'error' && !/status of 40[13]/.test(msg.text()) && problems.push(msg.text()));
-  (page as Page & { problems: string[] }).problems = problems;
-  return page;
-}
-
-/** A page signed in with the admin token, on the queues overview. */
-async function signedIn(url: string): Promise<Page> {
-  const page = await launch();
-  await page.goto(`${url}/`);
-  await page.getByLabel(/Admin token/).fill(TOKENS.adminToken);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  return page;
-}
-
-const problemsOf = (page: Page) => (page as Page & { problems: string[] }).problems;
-
-const text = async (page: Page, selector: string) => ((await page.locator(selector).first().textContent({ timeout: 500 }).catch(() => null)) ?? '').trim();
 
 test('sign in, read counts, replay a dead job from the dashboard, render data as text', { skip: !existsSync(CHROMIUM) && 'no /usr/bin/chromium', timeout: 120_000 }, async () => {
   const server = await startTestServer();

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { adminUrl, createTestDatabase, waitFor } from '@sluice/testkit';
 import pg from 'pg';
 import type { FastifyInstance } from 'fastify';
+import { dashboardFiles } from '../src/routes/dashboard.js';
 import { startWithMissions } from './missions-app.js';
 import { registeredRoutes, type RegisteredRoute } from './routes.js';
 import { call, startTestServer, TOKENS } from './helpers.js';
@@ -23,7 +24,7 @@ await server.sluice.queues.put('sec', {});
 const { id: jobId } = await server.sluice.send('sec', 1);
 
 /** Routes anyone may call: they hold no data (the dashboard's files ask for the admin token themselves). */
-const PUBLIC = new Set(['/', '/app.js', '/app.css', '/healthz', '/readyz', '/openapi.json']);
+const PUBLIC = new Set(['/', ...dashboardFiles().keys(), '/healthz', '/readyz', '/openapi.json']);
 /** Producer and worker routes: the API token (or the admin token). Every other route is admin-only. */
 const API = new Set([
   'POST /api/queues/:queue/jobs', 'POST /api/queues/:queue/jobs/bulk', 'GET /api/jobs/:id', 'HEAD /api/jobs/:id',
@@ -165,8 +166,8 @@ test('token checks compare SHA-256 digests with crypto.timingSafeEqual, never th
 
 test('the dashboard renders data as text: its script never parses strings as HTML or code', () => {
   const dir = fileURLToPath(new URL('../public/', import.meta.url));
-  const scripts = readdirSync(dir).filter((f) => f.endsWith('.js'));
-  assert.ok(scripts.length > 0);
+  const scripts = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
+  assert.ok(scripts.includes('app.js') && scripts.includes(join('views', 'jobs.js')), scripts.join());
   for (const file of scripts) {
     const code = readFileSync(join(dir, file), 'utf8');
     for (const sink of [/\.innerHTML\b/, /\.outerHTML\b/, /insertAdjacentHTML/, /document\.write/, /\beval\(/, /new Function\(/, /setTimeout\(\s*['"`]/, /\.srcdoc\b/, /createContextualFragment/]) {
@@ -196,7 +197,14 @@ test('security headers on the dashboard, the API and error answers', async () =>
   }
   const page = await call(server.url, 'GET', '/');
   assert.match(page.headers.get('content-type') ?? '', /^text\/html; charset=utf-8/);
-  assert.match((await call(server.url, 'GET', '/app.js')).headers.get('content-type') ?? '', /^text\/javascript/);
+  for (const path of ['/app.js', '/views/jobs.js', '/vendor/uplot.esm.js']) {
+    assert.match((await call(server.url, 'GET', path)).headers.get('content-type') ?? '', /^text\/javascript/, path);
+  }
+  assert.match((await call(server.url, 'GET', '/vendor/uplot.css')).headers.get('content-type') ?? '', /^text\/css/);
+  // Only the dashboard's own files: nothing beside or above them.
+  for (const path of ['/views/', '/vendor/uPlot.cjs.js', '/vendor/../package.json', '/views/..%2f..%2fpackage.json', '/public/app.js', '/node_modules/uplot/package.json']) {
+    assert.equal((await call(server.url, 'GET', path)).status, 404, path);
+  }
 });
 
 // ------------------------------------------------------------------ secrets in logs
