@@ -185,6 +185,20 @@ export function startSettle(queue: string, results: readonly { span?: SpanContex
   });
 }
 
+/** Runs `fn` with `span` active (as `activeIn`) and ends the span, failed if `fn` throws; without a span, just `fn`. */
+export async function runIn<R>(span: Span | null, fn: () => Promise<R>): Promise<R> {
+  if (span === null) return fn();
+  let result: R;
+  try {
+    result = await activeIn(span, fn);
+  } catch (err) {
+    endSpan(span, err);
+    throw err;
+  }
+  endSpan(span);
+  return result;
+}
+
 export function endSpan(span: Span | null, err?: unknown): void {
   if (span === null) return;
   if (err !== undefined) spanFailed(span, err);

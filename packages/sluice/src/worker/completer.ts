@@ -27,7 +27,7 @@ import type { Db } from '../db/db.js';
 import type { Job } from '../types.js';
 import { toJob } from '../queue/rows.js';
 import type { SpanContext } from '@opentelemetry/api';
-import { activeIn, endSpan, startSettle } from '../tracing.js';
+import { runIn, startSettle } from '../tracing.js';
 
 export interface Completion {
   id: string;
@@ -247,14 +247,7 @@ export class Completer {
   }
 
   private async writeCompletions(batch: Batch): Promise<void> {
-    const span = startSettle(this.config.queue, batch.completions, 'completed', true);
-    try {
-      await (span === null ? this.writeBatch(batch) : activeIn(span, () => this.writeBatch(batch)));
-    } catch (err) {
-      endSpan(span, err);
-      throw err;
-    }
-    endSpan(span);
+    await runIn(startSettle(this.config.queue, batch.completions, 'completed', true), () => this.writeBatch(batch));
   }
 
   private async writeBatch({ completions: batch, moves }: Batch): Promise<void> {
@@ -281,15 +274,7 @@ export class Completer {
 
   private async writeFailures(batch: Failure[]): Promise<void> {
     if (batch.length === 0) return;
-    const span = startSettle(this.config.queue, batch, 'failed', true);
-    let rows;
-    try {
-      rows = await (span === null ? this.writeFailureRows(batch) : activeIn(span, () => this.writeFailureRows(batch)));
-    } catch (err) {
-      endSpan(span, err);
-      throw err;
-    }
-    endSpan(span);
+    const rows = await runIn(startSettle(this.config.queue, batch, 'failed', true), () => this.writeFailureRows(batch));
     const jobs = rows.map((r) => toJob(r));
     if (jobs.length) this.events.failed(jobs, new Set(batch.filter((f) => f.snoozeMs !== undefined).map((f) => f.id)));
     const written = new Set(jobs.map((j) => j.id));
