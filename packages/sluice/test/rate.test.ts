@@ -321,3 +321,33 @@ test('on a queue without a cap, jobs are claimed ahead only in a grant; one that
   await sluice.sendMany(small, Array.from({ length: 20 }, (_, i) => ({ data: i, runAt: T0 })));
   assert.equal((await claim(sluice, small, 2, T0)).length, 2);
 });
+
+test('a worker held by a rate claims again as soon as a start leaves the window: no poll to fall back on, and no loop once the queue is dry', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { rateLimit: { count: 25, periodMs: 500 } });
+  await sluice.sendMany(q, Array.from({ length: 200 }, (_, i) => ({ data: i })));
+  // A poll a day away: a worker that waited for it after a short claim would never finish.
+  const worker = sluice.work(q, { concurrency: 10, pollIntervalMs: 86_400_000 }, async () => {
+    await new Promise((r) => setTimeout(r, 5 + Math.random() * 10));
+  });
+  try {
+    await waitFor(async () => (await sluice.stats(q)).completed === 200, {
+      timeoutMs: 60_000,
+      message: '200 jobs started at 25 per 500 ms (about 4 s), each as soon as the window let it',
+    });
+    // Dry: the claims stop, rather than asking again each time the window has room.
+    await waitFor(() => worker.isIdle, { message: 'the worker idles once the queue is dry' });
+    const claims = worker.claimCount;
+    await sluice.pool.query('SELECT pg_sleep(0.3)');
+    assert.equal(worker.claimCount, claims, 'no claims while nothing is pending');
+  } finally {
+    await worker.stop();
+  }
+  const { rows } = await sluice.pool.query(
+    `SELECT max((SELECT count(*) FROM sluice.job b WHERE b.queue = $1 AND b.started_at BETWEEN a.started_at AND a.started_at + interval '500 ms'))::int AS fullest
+     FROM sluice.job a WHERE a.queue = $1`,
+    [q],
+  );
+  assert.ok(rows[0].fullest <= 25, `a window of 500 ms held ${rows[0].fullest} starts`);
+});

@@ -46,6 +46,8 @@ const EWMA_WEIGHT = 0.2;
 const DUE_MARGIN_MS = 5;
 /** A queue found without a rate or a budget is asked again after this long. */
 const RATE_RECHECK_MS = 10_000;
+/** A window found full this recently may have let a start go since (wakeAtNextStart). */
+const WINDOW_FULL_RECENT_MS = 1_000;
 
 export class ClaimLoop {
   private started = false;
@@ -65,6 +67,10 @@ export class ClaimLoop {
   private unsubscribe: (() => void) | null = null;
   /** When the queue was last found without a rate or a budget (local monotonic ms). */
   private unratedAt = -Infinity;
+  /** When JobNextStart last said to wait (local monotonic ms): starts wait on the window. */
+  private windowFullAt = -Infinity;
+  /** Claims made at once on "allowed now" since a claim last returned jobs (0 or 1). */
+  private claimsOnAllowed = 0;
   /** Claims completed (whatever they returned). */
   claims = 0;
 
@@ -270,7 +276,10 @@ export class ClaimLoop {
       this.idle = true;
       void this.wakeAtNextStart();
     } else if (rows.length < forSlots + ahead) this.aheadPaused = true;
-    if (rows.length > 0) executor.accept(rows, sentAt);
+    if (rows.length > 0) {
+      this.claimsOnAllowed = 0;
+      executor.accept(rows, sentAt);
+    }
     else if (promotions.length > 0) executor.runOnce();
     return rows.length;
   }
@@ -285,6 +294,11 @@ export class ClaimLoop {
   /**
    * A claim came back short: if a rate or a budget held jobs back, claim again when the
    * next start is allowed (computed by the database from the starts in the window).
+   * "Allowed now" while starts wait on the window (it was full a moment ago) means a start
+   * left it between the claim and this question: claim again at once, or the worker would
+   * wait for its poll; once, until a claim returns jobs, so that a queue that ran dry is not
+   * asked in a loop. Otherwise something else held the claim back (no job due, a full cap,
+   * a rate that does not bind) and a wake-up comes with the change.
    */
   private async wakeAtNextStart(): Promise<void> {
     if (performance.now() - this.unratedAt < RATE_RECHECK_MS) return;
@@ -295,7 +309,14 @@ export class ClaimLoop {
       return; // the poll claims again anyway
     }
     if (ms === null) this.unratedAt = performance.now();
-    else if (ms > 0) this.wakeIn(ms, true);
+    else if (ms > 0) {
+      this.windowFullAt = performance.now();
+      this.claimsOnAllowed = 0;
+      this.wakeIn(ms, true);
+    } else if (this.claimsOnAllowed === 0 && performance.now() - this.windowFullAt < WINDOW_FULL_RECENT_MS) {
+      this.claimsOnAllowed = 1;
+      this.wakeIn(0, true);
+    }
   }
 
   /** The fused statement: completions and moves written, promotions asked for, then the claim. */
