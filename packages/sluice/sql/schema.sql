@@ -74,7 +74,6 @@ CREATE TABLE sluice.job_parent (
   child_id bigint NOT NULL,
   parent_id bigint NOT NULL,
   parent_state sluice.job_state,
-  CONSTRAINT job_parent_child_id_fkey FOREIGN KEY (child_id) REFERENCES sluice.job(id) ON DELETE CASCADE,
   CONSTRAINT job_parent_pkey PRIMARY KEY (child_id, parent_id)
 );
 
@@ -775,6 +774,15 @@ BEGIN
   RETURN p_now;
 END $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.job_delete_links()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  DELETE FROM "sluice".job_parent WHERE child_id = OLD.id;
+  RETURN NULL;
+END $function$
+;
 CREATE OR REPLACE FUNCTION sluice.job_ends(p_ids bigint[], p_queues text[], p_events text[], p_parents bigint[], p_now timestamp with time zone, p_notify boolean)
  RETURNS void
  LANGUAGE plpgsql
@@ -798,7 +806,7 @@ BEGIN
                        AND g.granted_at <= NEW.started_at AND NEW.started_at < g.until AND now() <= g.until) THEN
     INSERT INTO "sluice".job_start (queue, started_at, units, job_id) VALUES (NEW.queue, now(), NEW.cost, NEW.id);
   END IF;
-  RETURN NULL;
+  RETURN NEW;
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.job_release_slot()
@@ -1763,6 +1771,7 @@ END $function$
 ;
 
 -- Triggers
-CREATE TRIGGER job_record_reserved_start AFTER UPDATE OF state ON sluice.job FOR EACH ROW WHEN (old.start_reserved AND new.start_reserved AND old.state = 'active'::sluice.job_state AND new.state <> 'active'::sluice.job_state) EXECUTE FUNCTION sluice.job_record_reserved_start();
+CREATE TRIGGER job_delete_links AFTER DELETE ON sluice.job FOR EACH ROW WHEN (old.on_parent_failure IS NOT NULL) EXECUTE FUNCTION sluice.job_delete_links();
+CREATE TRIGGER job_record_reserved_start BEFORE UPDATE OF state ON sluice.job FOR EACH ROW WHEN (old.start_reserved AND new.start_reserved AND old.state = 'active'::sluice.job_state AND new.state <> 'active'::sluice.job_state) EXECUTE FUNCTION sluice.job_record_reserved_start();
 CREATE TRIGGER job_release_slot BEFORE UPDATE OF state ON sluice.job FOR EACH ROW WHEN (old.slot IS NOT NULL AND new.slot IS NOT NULL AND new.state <> 'active'::sluice.job_state) EXECUTE FUNCTION sluice.job_release_slot();
 CREATE TRIGGER queue_slots AFTER INSERT OR UPDATE OF concurrency ON sluice.queue FOR EACH ROW EXECUTE FUNCTION sluice.queue_slots();

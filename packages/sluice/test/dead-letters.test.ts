@@ -94,6 +94,33 @@ test('a dead-letter queue receives every job that dies, with its history, in the
   assert.equal(byJob.get(swept)?.errors[0].name, 'LeaseExpired');
 });
 
+test("retention takes a job's links to its parents with it; a parent deleted first leaves its children's links", async () => {
+  const clock = manualClock();
+  const sluice = await makeSluice({ now: clock.now });
+  const client = await sqlClient();
+  const parents = uniqueQueue('parents');
+  const children = uniqueQueue('children');
+  await sluice.queues.put(parents, { retention: { completedSeconds: 60 } });
+  await sluice.queues.put(children, { retention: { completedSeconds: 3600 } });
+  const [parent] = await sluice.sendMany(parents, [{ data: 'p' }]);
+  const child = await sluice.send(children, 'c', { dependsOn: [parent!.id] });
+  const [other] = await sluice.sendMany(children, [{ data: 'unlinked' }]);
+  const links = async (id: string) =>
+    (await client.query('SELECT count(*)::int AS n FROM sluice.job_parent WHERE child_id = $1', [id])).rows[0].n;
+  for (const q of [parents, children, children]) {
+    const [job] = await sluice.claim(q, { max: 1 });
+    await sluice.complete(job!.id, job!.leaseToken, null);
+  }
+  clock.advance(61_000);
+  assert.equal((await sluice.runMaintenance()).pruned, 1, 'the parent, past its queue\'s retention');
+  assert.equal(await links(child!.id), 1, 'the child keeps its link to a parent deleted before it');
+  assert.deepEqual((await sluice.parents(child!.id)).map((p) => p.state), [null], 'and reads the parent as deleted');
+  clock.advance(3600_000);
+  assert.equal((await sluice.runMaintenance()).pruned, 2);
+  assert.equal(await links(child!.id), 0, 'the child\'s links went with it');
+  assert.equal(await sluice.get(other!.id), null);
+});
+
 test('retention deletes finished jobs past their age in batches; archiving moves them instead', async () => {
   const clock = manualClock();
   const sluice = await makeSluice({ now: clock.now });

@@ -69,6 +69,22 @@ async function upgraded(db: { url: string }, client: pg.Client, pool: pg.Pool, s
   return (await dumpSchema(client, schema)).replaceAll(schema, 'sluice');
 }
 
+test('no row trigger on job runs after an update: claims and completions read each job row once', async () => {
+  // An AFTER UPDATE row trigger (a foreign key that references job makes one) has every
+  // updated row read again when it fires: one page more per job on the hot paths.
+  const db = await testDatabase();
+  const client = await connect(db.url);
+  const { rows } = await client.query(
+    `SELECT tgname FROM pg_trigger
+     WHERE tgrelid = 'sluice.job'::regclass AND tgtype & 1 = 1 AND tgtype & 16 = 16 AND tgtype & 2 = 0`,
+  );
+  assert.deepEqual(rows, []);
+  const updates = await client.query(
+    "SELECT count(*)::int AS n FROM pg_trigger WHERE tgrelid = 'sluice.job'::regclass AND tgtype & 1 = 1 AND tgtype & 16 = 16",
+  );
+  assert.ok(updates.rows[0].n >= 2, 'the query sees the BEFORE UPDATE row triggers (slots, reserved starts)');
+});
+
 test('a schema left at any earlier version upgrades to exactly the fresh schema', async () => {
   const db = await testDatabase();
   const client = await connect(db.url);

@@ -161,3 +161,17 @@ BEGIN
                              '{}', v_now, p_notify);
   END LOOP;
 END $$;
+
+-- A deleted job's links to its parents go with it (retention, archiving, a queue removed).
+-- Only jobs sent with parents have links, and only they have on_parent_failure set, so the
+-- other deletes pay one test. (Not a foreign key: see migration 0019.)
+CREATE OR REPLACE FUNCTION :SCHEMA.job_delete_links() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM :SCHEMA.job_parent WHERE child_id = OLD.id;
+  RETURN NULL;
+END $$;
+
+DROP TRIGGER IF EXISTS job_delete_links ON :SCHEMA.job;
+CREATE TRIGGER job_delete_links AFTER DELETE ON :SCHEMA.job
+FOR EACH ROW WHEN (OLD.on_parent_failure IS NOT NULL)
+EXECUTE FUNCTION :SCHEMA.job_delete_links();

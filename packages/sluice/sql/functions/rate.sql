@@ -134,6 +134,8 @@ END $$;
 -- given back unstarted counts too, which only errs on the safe side). A completion that
 -- finds the grant covering it clears the reservation itself (complete_and_claim), so
 -- the trigger does not fire.
+-- A BEFORE trigger, like job_release_slot (slots.sql): the old row is then read once for
+-- both, where an AFTER UPDATE row trigger would read every updated row of `job` again.
 CREATE OR REPLACE FUNCTION :SCHEMA.job_record_reserved_start() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM :SCHEMA.rate_grant g
@@ -141,11 +143,11 @@ BEGIN
                        AND g.granted_at <= NEW.started_at AND NEW.started_at < g.until AND now() <= g.until) THEN
     INSERT INTO :SCHEMA.job_start (queue, started_at, units, job_id) VALUES (NEW.queue, now(), NEW.cost, NEW.id);
   END IF;
-  RETURN NULL;
+  RETURN NEW;
 END $$;
 
 DROP TRIGGER IF EXISTS job_record_reserved_start ON :SCHEMA.job;
-CREATE TRIGGER job_record_reserved_start AFTER UPDATE OF state ON :SCHEMA.job
+CREATE TRIGGER job_record_reserved_start BEFORE UPDATE OF state ON :SCHEMA.job
 -- Only such jobs fire it (job.start_reserved): the other state changes pay one test.
 FOR EACH ROW WHEN (OLD.start_reserved AND NEW.start_reserved AND OLD.state = 'active' AND NEW.state <> 'active')
 EXECUTE FUNCTION :SCHEMA.job_record_reserved_start();
