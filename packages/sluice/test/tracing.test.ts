@@ -43,7 +43,9 @@ test('in process: the handler span is a child of the send span; claim and settle
   Object.assign(sdk, registerTracing());
   const sluice = await makeSluice();
   const queue = uniqueQueue('traced');
-  await sluice.queues.put(queue, { maxAttempts: 1 });
+  const deadLetters = uniqueQueue('traced-dead');
+  await sluice.queues.put(deadLetters, {});
+  await sluice.queues.put(queue, { maxAttempts: 1, deadLetterQueue: deadLetters });
   const app = trace.getTracer('test-app');
 
   const { id, requestSpanId } = await app.startActiveSpan('request', async (span) => {
@@ -98,6 +100,8 @@ test('in process: the handler span is a child of the send span; claim and settle
   assert.equal(failed.status.message, 'planned failure');
   assert.deepEqual(failed.events, ['exception']);
   assert.equal(failed.attributes['sluice.job.key'], undefined);
+  const [letter] = await sluice.claim(deadLetters, { max: 1 });
+  assert.deepEqual(letter?.traceContext, await storedContext(failing), "a dead letter's handler continues the failed job's trace");
 
   const receive = await waitSpan(`receive ${queue}`, (s) => Number(s.attributes['messaging.batch.message_count']) > 0);
   assert.equal(receive.kind, SpanKind.CLIENT);

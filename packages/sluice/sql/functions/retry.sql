@@ -60,11 +60,12 @@ BEGIN
     WHERE j.id = c.id AND (c.token IS NULL OR j.lease_token = c.token) AND j.state::text = 'active' AND q.name = j.queue
     RETURNING j.*
   ), dead_lettered AS (
-    INSERT INTO :SCHEMA.job (queue, data, max_attempts, run_at, created_at)
+    INSERT INTO :SCHEMA.job (queue, data, max_attempts, run_at, created_at, trace_context)
     SELECT dq.name,
            jsonb_build_object('jobId', d.id::text, 'queue', d.queue, 'data', d.data, 'key', d.key,
                               'attempts', d.attempts, 'errors', d.errors),
-           dq.max_attempts, d.finished_at, d.finished_at
+           -- The letter's handler continues the failed job's trace.
+           dq.max_attempts, d.finished_at, d.finished_at, d.trace_context
     FROM failed d
     JOIN :SCHEMA.queue q ON q.name = d.queue
     JOIN :SCHEMA.queue dq ON dq.name = q.dead_letter_queue
