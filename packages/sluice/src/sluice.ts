@@ -245,16 +245,20 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
       if (accepted) this.metrics.sent.inc({ queue }, accepted);
       return results;
     } catch (err) {
-      if (err instanceof QueueFullError) {
-        this.metrics.shed.inc({ queue }, attempted);
-        this.counts.add(queue, 'shed', attempted);
-      } else if (err instanceof KeyLimitError) {
-        this.metrics.keyLimited.inc({ queue }, attempted);
-        this.counts.add(queue, 'keyLimited', attempted);
-      }
-      else if (err instanceof AdmissionUnavailableError) this.metrics.admissionUnavailable.inc({ queue }, attempted);
+      this.countRefusal(queue, err, attempted);
       throw err;
     }
+  }
+
+  /** Sends refused by admission, in the metrics and the per-minute counts. */
+  private countRefusal(queue: string, err: unknown, attempted: number): void {
+    if (err instanceof QueueFullError) {
+      this.metrics.shed.inc({ queue }, attempted);
+      this.counts.add(queue, 'shed', attempted);
+    } else if (err instanceof KeyLimitError) {
+      this.metrics.keyLimited.inc({ queue }, attempted);
+      this.counts.add(queue, 'keyLimited', attempted);
+    } else if (err instanceof AdmissionUnavailableError) this.metrics.admissionUnavailable.inc({ queue }, attempted);
   }
 
   /** Counters follow the events, whichever path (worker, pull API, sweeper) raised them. */
@@ -373,7 +377,13 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
    */
   flow(jobs: FlowJob[], opts: { client?: pg.ClientBase } = {}): Promise<Record<string, SendResult>> {
     this.assertOpen();
-    return sendFlow(this.db, this.jobs, jobs, opts.client);
+    return sendFlow(this.db, this.jobs, jobs, opts.client).catch((err) => {
+      // The one send refused (the rest were rolled back or never tried), on its queue.
+      if (err instanceof QueueFullError || err instanceof KeyLimitError || err instanceof AdmissionUnavailableError) {
+        this.countRefusal(err.queue, err, 1);
+      }
+      throw err;
+    });
   }
 
   /** A job's parents (`dependsOn`) with their states and results. */

@@ -97,7 +97,7 @@ test('a lease swept to dead by the tick is counted dead', async () => {
   assert.deepEqual(points.map((p) => p.starts), [1, 0], 'started in the minute before');
 });
 
-test('refused sends are counted shed and key-limited, one per job refused, and reported per queue with the unflushed ones', async () => {
+test('refused sends are counted shed and key-limited, one per job refused (a refused flow counts its refused send), and reported per queue with the unflushed ones', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue('refused');
   await sluice.queues.put(q, { maxPending: 3, maxPerKey: 1 });
@@ -107,13 +107,18 @@ test('refused sends are counted shed and key-limited, one per job refused, and r
   await sluice.sendMany(q, [{ data: 1 }, { data: 2 }]);
   await assert.rejects(sluice.sendMany(q, [{ data: 3 }, { data: 4 }, { data: 5 }]), QueueFullError);
   await assert.rejects(sluice.send(q, null), QueueFullError);
+  // A flow refused by this queue: its one refused send, on this queue (the other is fine).
+  const open = uniqueQueue('open');
+  await sluice.queues.put(open, {});
+  await assert.rejects(sluice.flow([{ ref: 'first', queue: open, data: null }, { ref: 'then', queue: q, data: null, dependsOn: ['first'] }]), QueueFullError);
 
-  assert.deepEqual((await sluice.refusals()).get(q), { shed: 4, keyLimited: 3 }, 'not flushed yet: counted from memory');
+  assert.deepEqual((await sluice.refusals()).get(q), { shed: 5, keyLimited: 3 }, 'not flushed yet: counted from memory');
+  assert.equal((await sluice.refusals()).get(open), undefined, 'the flow\'s other queue refused nothing');
   await sluice.counts.runOnce();
-  assert.deepEqual((await sluice.refusals()).get(q), { shed: 4, keyLimited: 3 }, 'flushed: counted once, from the database');
+  assert.deepEqual((await sluice.refusals()).get(q), { shed: 5, keyLimited: 3 }, 'flushed: counted once, from the database');
   const other = await makeSluice();
-  assert.deepEqual((await other.refusals({ minutes: 60 })).get(q), { shed: 4, keyLimited: 3 }, 'every instance reads them');
-  assert.deepEqual(counters((await other.series(q, { minutes: 5 })).points), { starts: 0, completions: 0, failures: 0, dead: 0, shed: 4, keyLimited: 3 });
+  assert.deepEqual((await other.refusals({ minutes: 60 })).get(q), { shed: 5, keyLimited: 3 }, 'every instance reads them');
+  assert.deepEqual(counters((await other.series(q, { minutes: 5 })).points), { starts: 0, completions: 0, failures: 0, dead: 0, shed: 5, keyLimited: 3 });
 });
 
 test('counts are flushed every countFlushMs without being asked, and on close', async () => {
