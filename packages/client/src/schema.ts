@@ -58,6 +58,38 @@ export interface paths {
             };
             responses: {
                 /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description job id */
+                            id: string;
+                            /** @description true: a job with the same singleton key was already pending or active; id is that job */
+                            deduplicated?: boolean;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description job id */
+                            id: string;
+                            /** @description true: a job with the same singleton key was already pending or active; id is that job */
+                            deduplicated?: boolean;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -136,6 +168,27 @@ export interface paths {
                 };
             };
             responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description in the order of the request */
+                            jobs?: ({
+                                /** @description job id */
+                                id: string;
+                                /** @description true: a job with the same singleton key was already pending or active; id is that job */
+                                deduplicated?: boolean;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
                 /** @description Default Response */
                 "4XX": {
                     headers: {

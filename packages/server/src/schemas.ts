@@ -397,6 +397,25 @@ export const claimResponse = {
   },
 } as const;
 
+/** A send's answer: the job's id; `deduplicated` when a singleton key matched a job already there. */
+const sendResult = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: true,
+  properties: {
+    id: jobId,
+    deduplicated: { type: 'boolean', description: 'true: a job with the same singleton key was already pending or active; id is that job' },
+  },
+} as const;
+
+export const sendResponse = sendResult;
+
+export const sendManyResponse = {
+  type: 'object',
+  additionalProperties: true,
+  properties: { jobs: { type: 'array', items: sendResult, description: 'in the order of the request' } },
+} as const;
+
 export const completeResponse = {
   type: 'object',
   additionalProperties: true,

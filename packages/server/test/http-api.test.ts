@@ -180,6 +180,8 @@ test('health, readiness, metrics, OpenAPI and security headers', async () => {
   const send = openapi.body.paths['/api/queues/{queue}/jobs'].post;
   assert.ok(send.requestBody.content['application/json'].schema.properties.key, 'request schema comes from the route');
   assert.deepEqual(send.responses['4XX'].content['application/json'].schema.required, ['error', 'message']);
+  assert.deepEqual(send.responses['202'].content['application/json'].schema.required, ['id'], 'the answer of a send is documented');
+  assert.ok(openapi.body.paths['/api/queues/{queue}/jobs/bulk'].post.responses['202'].content['application/json'].schema.properties.jobs);
   for (const path of ['/api/queues/{queue}/claim', '/api/jobs/{id}/complete', '/api/dead-letters', '/api/queues/{queue}']) {
     assert.ok(openapi.body.paths[path], `${path} documented`);
   }

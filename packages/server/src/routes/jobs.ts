@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { JobCancelledError, JobDeadError, JobNotFoundError, ResultTimeoutError, type Job, type SendOptions, type Sluice } from 'sluice';
 import type { RouteContext } from '../context.js';
 import { inRequestTrace } from '../tracing.js';
-import { jobLinksResponse, jobParams, jobQuery, jobResponse, MAX_WAIT_MS, queueParams, sendBody, sendManyBody } from '../schemas.js';
+import { jobLinksResponse, jobParams, jobQuery, jobResponse, MAX_WAIT_MS, queueParams, sendBody, sendManyBody, sendManyResponse, sendResponse } from '../schemas.js';
 
 interface SendRequestBody {
   data?: unknown;
@@ -50,6 +50,7 @@ export function jobRoutes(app: FastifyInstance, { sluice, apiAuth, adminAuth }: 
         summary: 'Enqueue one job: 202 once committed, 200 for a singleton hit, 503 shed, 429 key at its limit',
         params: queueParams,
         body: sendBody,
+        response: { 200: sendResponse, 202: sendResponse },
       },
     },
     async (request, reply) => {
@@ -69,6 +70,7 @@ export function jobRoutes(app: FastifyInstance, { sluice, apiAuth, adminAuth }: 
         summary: 'Enqueue many jobs in one statement; admission is all-or-nothing',
         params: queueParams,
         body: sendManyBody,
+        response: { 202: sendManyResponse },
       },
     },
     async (request, reply) => {
