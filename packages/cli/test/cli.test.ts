@@ -98,6 +98,41 @@ test('a suite pinned to the source text: NOT ACCEPTED with [judges_text]; the ch
   }
 });
 
+test('sabotage on a suite pinned to the source text: NOT ACCEPTED, exit 1, the gold reasons printed with their codes', async () => {
+  const other = mkdtempSync(join(tmpdir(), 'sluice-cli-sabotage-pinned-'));
+  try {
+    for (const file of ['challenge.json', 'sol.py']) writeFileSync(join(other, file), readFileSync(join(dir, file)));
+    const pinned = "def test_written_as_a_plus_b():\n    assert add(2, 2) == 4\n    assert 'return a + b' in open('sol.py').read()\n";
+    writeFileSync(join(other, 'test_sol.py'), `${readFileSync(join(dir, 'test_sol.py'), 'utf8')}${pinned}`);
+    const result = await cli(['sabotage', other, '--no-write']);
+    assert.equal(result.code, 1, result.out + result.err);
+    assert.match(result.out, /^NOT ACCEPTED: the gold run is not a valid suite \(judges_text\)/);
+    assert.match(result.out, /\nreasons:\n {2}- \[judges_text\] gold: "test_sol\.py::test_written_as_a_plus_b" fails on an equivalent rewrite of gold/);
+    assert.doesNotMatch(result.out, /tried \(/, 'no bug is tried on a rejected suite');
+  } finally {
+    rmSync(other, { recursive: true, force: true });
+  }
+});
+
+test('sabotage with no accepted bug: each rejected attempt is printed with its codes', async () => {
+  const other = mkdtempSync(join(tmpdir(), 'sluice-cli-sabotage-stubborn-'));
+  try {
+    writeFileSync(join(other, 'challenge.json'), JSON.stringify({ language: 'python', solution: ['f.py'], tests: ['test_f.py'], description: 'anything' }));
+    writeFileSync(join(other, 'f.py'), 'def f():\n    return 0\n');
+    // Every mutant of `return 0` still returns something: the test keeps passing.
+    writeFileSync(join(other, 'test_f.py'), 'from f import f\ndef test_f():\n    assert f() is not None\n');
+    const result = await cli(['sabotage', other, '--max-attempts', '2', '--repetitions', '1']);
+    assert.equal(result.code, 1, result.out + result.err);
+    assert.match(result.out, /^NOT ACCEPTED: no candidate was accepted \(2 tried, attempt limit reached\)/);
+    const tried = result.out.split('\n').filter((line) => line.startsWith('tried (mutation): '));
+    assert.equal(tried.length, 2, result.out);
+    for (const line of tried) assert.match(line, / — \[test_passed\] sabotaged: "test_f\.py::test_f" still passes/);
+    assert.equal(existsSync(join(other, 'sabotaged')), false);
+  } finally {
+    rmSync(other, { recursive: true, force: true });
+  }
+});
+
 test('the sluice binary runs as a process and exits with the verdict', async () => {
   const main = new URL('../src/main.ts', import.meta.url).pathname;
   const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=development', main, 'prove', dir], {

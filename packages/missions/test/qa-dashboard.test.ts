@@ -9,9 +9,11 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { waitFor } from '@sluice/testkit';
 import { buildApp } from '@sluice/server';
+import type { SabotageAttempt } from '@sluice/proof';
 import type { FastifyInstance } from 'fastify';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { missionsPlugin } from '../src/index.js';
+import { proofSummary } from '../src/proof-summary.js';
 import { harness, type Harness } from './helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -36,14 +38,21 @@ after(async () => {
   await h.close();
 });
 
+// Two bugs rejected before the accepted one: the page names why, by code.
+const ATTEMPTS: SabotageAttempt[] = [
+  { saboteur: 'mutation', description: '`n % 2` → `n % 3`', accepted: false, reasons: ['sabotaged: "test_stats.py::test_odd" passed in the first run but failed in the run with seed 1 of 3'], codes: ['flaky'] },
+  { saboteur: 'mutation', description: '`2` → `3`', accepted: false, reasons: ['sabotaged: "test_stats.py::test_odd" still passes'], codes: ['test_passed'] },
+  { saboteur: 'mutation', description: '`if n % 2:` → `if n % 2 == 0:`', accepted: true, reasons: [], codes: [] },
+];
+
 async function pendingMission(): Promise<string> {
   const proof = {
-    summary: 'accepted: 2 of 2 tests pass on gold and fail on the sabotaged code',
+    summary: proofSummary('accepted: 2 of 2 tests pass on gold and fail on the sabotaged code', { repetitions: 3, isolationRuns: 3, rewrite: 'indentation doubled' }, ATTEMPTS),
     tests: [
       { id: 'test_stats.py::test_odd', gold: 'passed', sabotaged: 'failed', ok: true },
       { id: 'test_stats.py::test_even', gold: 'passed', sabotaged: 'failed', ok: true },
     ],
-    attempts: [],
+    attempts: ATTEMPTS,
   };
   const { rows } = await h.pool.query<{ id: string }>(
     `INSERT INTO missions.mission (source, domain, language, title, brief, gold, sabotaged, tests, bug_description, saboteur, proof, qa_status, max_serves)
@@ -83,6 +92,7 @@ test('QA: see the diff and the proof of a pending mission, approve it, see it se
   assert.deepEqual(await page.locator(`${card} pre.diff .del`).allTextContents(), ['-     if n % 2:\n']);
   assert.deepEqual(await page.locator(`${card} pre.diff .add`).allTextContents(), ['+     if n % 2 == 0:\n']);
   assert.match(await text(page, `${card} .proof-summary`), /^accepted: 2 of 2 tests/);
+  assert.match(await text(page, `${card} .proof-summary`), /· 2 earlier bug\(s\) rejected: flaky ×1, test_passed ×1$/);
   assert.equal(await page.locator(`${card} table.verdict tbody tr`).count(), 2);
   assert.match(await text(page, `${card} .brief`), /<img src=x onerror=/, 'the brief is shown as text');
   await page.screenshot({ path: join(tmpdir(), 'sluice-missions-qa.png'), fullPage: true });

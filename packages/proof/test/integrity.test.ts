@@ -104,6 +104,16 @@ test('javascript: a test whose outcome depends on the run is flaky', async () =>
   assert.deepEqual(codes(verdict), ['gold:flaky'], verdict.summary);
 });
 
+test('javascript: a bug that fails every test only under some seeds is sabotaged:flaky', async () => {
+  // jest.getSeed() is the run's seed: seeds 0 and 2 fail every test, seed 1 passes them all.
+  const sabotaged = { 'sum.js': jsGold['sum.js'].replace('return a + b;', 'return a + b + (jest.getSeed() === 1 ? 0 : 1);') };
+  const tests = { 'sum.test.js': "const { sum, twice } = require('./sum');\ntest('adds', () => expect(sum(1, 2)).toBe(3));\ntest('doubles', () => expect(twice(2)).toBe(4));\n" };
+  const verdict = await prove({ language: 'javascript', gold: jsGold, sabotaged, tests, timeoutMs }, options);
+  assert.deepEqual(codes(verdict), ['sabotaged:flaky'], verdict.summary);
+  assert.deepEqual(verdict.reasons.map((r) => r.testId).sort(), ['sum.test.js::adds', 'sum.test.js::doubles']);
+  assert.match(verdict.reasons[0]!.message, /" failed\b.* in the first run but passed in the run with seed 1 of 3/);
+});
+
 // ---- SQL ---------------------------------------------------------------------------
 
 const sqlGold = { 'solution.sql': 'CREATE FUNCTION add(a int, b int) RETURNS int LANGUAGE sql AS $$ SELECT a + b $$;\n' };

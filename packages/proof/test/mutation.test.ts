@@ -105,6 +105,8 @@ test('the search proves candidates until one is accepted, and says the mutation 
     assert.equal(result.saboteur, 'mutation');
     assert.equal(result.verdict?.accepted, true);
     assert.ok(result.candidate?.hint);
+    // Every attempt records its codes: none for the accepted bug, at least one for each rejected one.
+    for (const attempt of result.attempts) assert.equal(attempt.codes?.length === 0, attempt.accepted, `${challenge.language}: ${attempt.description} ${attempt.codes}`);
   }
 });
 
@@ -119,6 +121,8 @@ test('no accepted mutant within the budget: not accepted, with every attempt and
   assert.equal(result.saboteur, null);
   assert.ok(result.attempts.length >= 1 && result.attempts.length <= 3);
   assert.ok(result.attempts.every((a) => a.reasons.some((r) => /still passes/.test(r))));
+  // The codes fed back are the reasons' codes: a bug that leaves the test passing is test_passed.
+  assert.ok(result.attempts.every((a) => a.codes?.includes('test_passed')), JSON.stringify(result.attempts.map((a) => a.codes)));
 });
 
 test('a gold suite that does not pass is refused before any sabotage', async () => {
@@ -127,4 +131,5 @@ test('a gold suite that does not pass is refused before any sabotage', async () 
   assert.equal(result.accepted, false);
   assert.deepEqual(result.attempts, []);
   assert.match(result.summary, /gold run is not a valid suite/);
+  assert.deepEqual([...new Set(result.goldReasons?.map((r) => r.code))], ['test_failed']);
 });

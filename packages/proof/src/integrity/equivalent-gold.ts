@@ -6,8 +6,8 @@ import { rewriteSql } from './rewrite-sql.js';
 
 export const REWRITE_DESCRIPTION: Record<Language, string> = {
   python: 'local names and parameters renamed, top-level functions reordered, indentation doubled',
-  javascript: 'local names and parameters renamed, top-level functions reordered, reprinted',
-  typescript: 'local names and parameters renamed, top-level functions reordered, reprinted',
+  javascript: 'local names and parameters renamed, top-level functions reordered, reprinted with indentation doubled',
+  typescript: 'local names and parameters renamed, top-level functions reordered, reprinted with indentation doubled',
   sql: 'spacing between tokens changed, in function bodies too',
 };
 

@@ -1,11 +1,12 @@
 /**
  * A semantics-preserving rewrite of JavaScript/TypeScript gold, made with @babel/parser,
- * @babel/traverse (scope-aware renaming) and @babel/generator (reprinted, so formatting
- * changes): parameters and local variables renamed in every function, adjacent top-level
- * function declarations (hoisted, so order-free) last first, a comment line added.
+ * @babel/traverse (scope-aware renaming) and @babel/generator (reprinted, then every
+ * indentation doubled outside literals): parameters and local variables renamed in every
+ * function, adjacent top-level function declarations (hoisted, so order-free) last first,
+ * a comment line added.
  */
 import * as generateModule from '@babel/generator';
-import { parse } from '@babel/parser';
+import { parse, type ParserPlugin } from '@babel/parser';
 import * as traverseModule from '@babel/traverse';
 import type { NodePath, TraverseOptions } from '@babel/traverse';
 import type { GeneratorOptions, GeneratorResult } from '@babel/generator';
@@ -28,8 +29,9 @@ const RENAMED_KINDS = new Set(['param', 'let', 'const', 'var']);
 
 export function rewriteJavaScript(path: string, text: string): string | null {
   let ast: t.File;
+  const plugins: ParserPlugin[] = isTypeScriptPath(path) ? ['typescript'] : path.endsWith('x') ? ['jsx'] : [];
   try {
-    ast = parse(text, { sourceType: 'unambiguous', plugins: isTypeScriptPath(path) ? ['typescript'] : path.endsWith('x') ? ['jsx'] : [] });
+    ast = parse(text, { sourceType: 'unambiguous', plugins });
   } catch {
     return null;
   }
@@ -53,9 +55,39 @@ export function rewriteJavaScript(path: string, text: string): string | null {
     },
   });
   reorderFunctions(ast.program.body);
-  const printed = generate(ast, { comments: true, retainLines: false, compact: false }).code;
+  const printed = reindent(generate(ast, { comments: true, retainLines: false, compact: false }).code, plugins);
+  if (printed === null) return null;
   const directive = /^\s*(['"])use strict\1;?/.test(printed) ? printed.indexOf('\n') + 1 : 0;
   return `${printed.slice(0, directive)}// an equivalent rewrite of the solution\n${printed.slice(directive)}\n`;
+}
+
+/**
+ * Every line's indentation doubled, except where a line starts inside a template literal,
+ * a string (a `\\` line continuation) or JSX text: Babel prints gold's own two-space style, so
+ * without this a file with nothing to rename would come back formatted as it was. Null
+ * when the printed code does not parse again.
+ */
+function reindent(code: string, plugins: ParserPlugin[]): string | null {
+  const literal: [number, number][] = [];
+  try {
+    traverse(parse(code, { sourceType: 'unambiguous', plugins }), {
+      enter(node: NodePath) {
+        if (node.isTemplateElement() || node.isStringLiteral() || node.isJSXText() || node.isDirectiveLiteral()) literal.push([node.node.start!, node.node.end!]);
+      },
+    });
+  } catch {
+    return null;
+  }
+  let offset = 0;
+  return code
+    .split('\n')
+    .map((line) => {
+      const start = offset;
+      offset += line.length + 1;
+      if (literal.some(([s, e]) => s < start && start < e)) return line;
+      return /^[ \t]*/.exec(line)![0] + line;
+    })
+    .join('\n');
 }
 
 function functionName(statement: t.Statement): string | null {

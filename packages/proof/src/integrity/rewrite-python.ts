@@ -61,9 +61,11 @@ async function renameLocals(text: string, protectedNames: ReadonlySet<string>): 
       for (const name of parameterNames(fn)) if (!protectedNames.has(name) && !keywordNames.has(name)) names.add(name);
       for (const name of assignedNames(fn)) if (!keywordNames.has(name)) names.add(name);
       const renames = new Map([...names].map((name) => [name, freshName(name, taken)]));
+      // Defaults and annotations are evaluated outside the function: `def g(f=f)` keeps the outer `f`.
+      const outside = definitionTimeParts(fn);
       for (const id of fn.descendantsOfType('identifier')) {
         const to = renames.get(id!.text);
-        if (to && !isNameOfSomethingElse(id!)) out.push({ start: id!.startIndex, end: id!.endIndex, text: to });
+        if (to && !isNameOfSomethingElse(id!) && !outside.some((part) => within(id!, part))) out.push({ start: id!.startIndex, end: id!.endIndex, text: to });
       }
     }
     return out;
@@ -109,6 +111,24 @@ function assignedNames(fn: Node): string[] {
   return names;
 }
 
+/** What `def` evaluates when it runs, in the enclosing scope: parameter defaults and annotations, the return annotation. */
+function definitionTimeParts(fn: Node): Node[] {
+  const parts: Node[] = [];
+  for (const p of fn.childForFieldName('parameters')?.namedChildren ?? []) {
+    for (const field of ['value', 'type']) {
+      const part = p?.childForFieldName(field);
+      if (part) parts.push(part);
+    }
+  }
+  const returns = fn.childForFieldName('return_type');
+  if (returns) parts.push(returns);
+  return parts;
+}
+
+function within(node: Node, part: Node): boolean {
+  return node.startIndex >= part.startIndex && node.endIndex <= part.endIndex;
+}
+
 /** `obj.name` and `f(name=…)`: the same spelling, but not the local. */
 function isNameOfSomethingElse(id: Node): boolean {
   const parent = id.parent;
@@ -118,7 +138,12 @@ function isNameOfSomethingElse(id: Node): boolean {
   return false;
 }
 
-/** Each run of two or more adjacent top-level functions, last first: a `def` only binds a name. */
+/**
+ * Each run of two or more adjacent top-level functions, last first: a `def` only binds a
+ * name, unless its defaults or annotations name another def of the run (`def g(f=f)`),
+ * which must then stay first: such a run keeps its order. (A decorated def is not part of
+ * a run, so its decorators always see what precedes it.)
+ */
 async function reorderFunctions(text: string): Promise<string> {
   const edits = await parse(text, (root) => {
     const out: Splice[] = [];
@@ -126,7 +151,9 @@ async function reorderFunctions(text: string): Promise<string> {
     let run: Node[] = [];
     const flush = () => {
       const names = run.map((fn) => fn.childForFieldName('name')?.text);
-      if (run.length >= 2 && new Set(names).size === run.length) {
+      const usedWhenDefined = run.flatMap((fn) => definitionTimeParts(fn).flatMap((part) => [part, ...part.descendantsOfType('identifier')]).map((n) => n!.text));
+      const independent = !usedWhenDefined.some((name) => names.includes(name));
+      if (run.length >= 2 && new Set(names).size === run.length && independent) {
         const reversed = [...run].reverse();
         run.forEach((fn, i) => out.push({ start: fn.startIndex, end: fn.endIndex, text: reversed[i]!.text }));
       }
