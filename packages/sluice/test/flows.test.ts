@@ -1,8 +1,9 @@
 // Flows: jobs that wait for their parents. Across real worker processes killed at random,
 // while half the flows are still being sent, every job runs only after all its parents
 // completed, exactly once but for runs cut short by a kill, within its queue's cap, and none
-// is left waiting; a parent that ends dead or cancelled cancels its children (or lets them run,
-// when they ask to); bad flows are refused with nothing written.
+// is left waiting; released children keep their own queue's limits; a parent that ends dead
+// or cancelled cancels its children (or lets them run, when they ask to); bad flows are
+// refused with nothing written.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { test } from 'node:test';
@@ -173,6 +174,53 @@ test(`${FLOWS} flows (a root, ${FAN_OUT} children, a fan-in) across 4 worker pro
   );
 
   for (const w of workers) w.proc.kill('SIGTERM');
+});
+
+test("children released by their parent keep their own queue's limits: per-key concurrency and rate", async () => {
+  await testDatabase();
+  const sluice = await makeSluice();
+  const [parentQueue, childQueue] = [uniqueQueue('parent'), uniqueQueue('limited')];
+  await sluice.queues.put(parentQueue, {});
+  await sluice.queues.put(childQueue, { perKeyConcurrency: 2, rateLimit: { count: 3, periodMs: 1000 } });
+  // The database's clock injected, as in rate.test.ts: T0 and after.
+  const T0 = new Date('2030-01-01T00:00:00.000Z');
+  const at = (ms: number) => new Date(T0.getTime() + ms);
+  const claim = async (queue: string, now: Date) =>
+    (await sluice.pool.query("SELECT id::text, lease_token::text AS token FROM sluice.claim($1, 10, 'w', $2, 0)", [queue, now])).rows as {
+      id: string;
+      token: string;
+    }[];
+  const complete = (jobs: { id: string; token: string }[], now: Date) =>
+    sluice.pool.query("SELECT * FROM sluice.complete_many($1::bigint[], $2::uuid[], array_fill('null'::jsonb, ARRAY[$3::int]), $4, false)", [
+      jobs.map((j) => j.id),
+      jobs.map((j) => j.token),
+      jobs.length,
+      now,
+    ]);
+  const childStates = async () =>
+    (await sluice.pool.query('SELECT state, count(*)::int AS n FROM sluice.job WHERE queue = $1 GROUP BY state ORDER BY state::text', [childQueue])).rows;
+
+  await sluice.flow([
+    { ref: 'parent', queue: parentQueue, data: null },
+    ...Array.from({ length: 6 }, (_, i) => ({ ref: `child${i}`, queue: childQueue, data: i, key: 'k', dependsOn: ['parent'] })),
+  ]);
+  assert.deepEqual(await claim(childQueue, T0), [], 'waiting for their parent');
+  const parent = await claim(parentQueue, T0);
+  assert.equal(parent.length, 1);
+  await complete(parent, T0);
+  assert.deepEqual(await childStates(), [{ state: 'pending', n: 6 }], 'released by the completion');
+
+  const first = await claim(childQueue, at(1));
+  assert.equal(first.length, 2, 'two of the six: perKeyConcurrency 2');
+  assert.deepEqual(await claim(childQueue, at(2)), [], 'the key is full');
+  await complete(first, at(3));
+  const second = await claim(childQueue, at(4));
+  assert.equal(second.length, 1, 'room for two in the key, but the third start fills the window of 3 per second');
+  assert.equal((await sluice.pool.query('SELECT sluice.next_start_ms($1, $2) AS ms', [childQueue, at(4)])).rows[0].ms, 998);
+  await complete(second, at(5));
+  assert.deepEqual(await claim(childQueue, at(1001)), [], 'a start exactly one period ago still counts');
+  assert.equal((await claim(childQueue, at(1002))).length, 2, 'the window moved past the first two starts');
+  assert.deepEqual(await childStates(), [{ state: 'active', n: 2 }, { state: 'completed', n: 3 }, { state: 'pending', n: 1 }]);
 });
 
 test('a dead parent cancels its children and theirs; under onParentFailure: run they run; a cancelled waiting job releases its children', async () => {
