@@ -2,7 +2,8 @@
  * The platform as `npm start` runs it: `src/main.ts` (the server with the missions mounted)
  * in its own process, driven over HTTP through the README's walkthrough: request → 202 and
  * a generation job → the job stores a proven mission → QA approves → the same request is
- * served (200) → a submission of the fix is graded `passed` → SIGTERM drains and exits 0.
+ * served (200) → a submission of the fix is graded `passed`, read from its event stream →
+ * SIGTERM drains and exits 0.
  * And, in process, a machine without bubblewrap: the start-up says so plainly, the status
  * route reports it, and generation falls back to SQL challenges (they need no sandbox).
  */
@@ -96,11 +97,24 @@ test('npm start: request, generate, approve, serve, submit, grade; SIGTERM exits
 
     const submitted = await api('POST', `/api/instances/${served.body.instance.id}/submissions`, { files: mission.gold });
     assert.equal(submitted.status, 202, submitted.text);
-    const graded = await waitFor(async () => {
-      const s = await api('GET', `/api/submissions/${submitted.body.id}`);
-      return s.body.status === 'queued' ? null : s.body;
-    }, { timeoutMs: 120_000, message: 'the grade' });
+    // The grade from the submission's event stream, as the walkthrough's `curl -sN`: the
+    // submission as it is, then once graded; the server closes the stream after the grade.
+    const stream = await fetch(`${url}/api/submissions/${submitted.body.id}/events`, {
+      headers: { authorization: `Bearer ${apiToken}` },
+      signal: AbortSignal.timeout(120_000),
+    });
+    assert.equal(stream.status, 200);
+    assert.equal(stream.headers.get('content-type'), 'text/event-stream');
+    const streamed = await stream.text();
+    const events = streamed.split('\n\n').filter((e) => e.startsWith('event: ')).map((e) => ({
+      event: e.slice('event: '.length, e.indexOf('\n')),
+      data: JSON.parse(e.slice(e.indexOf('data: ') + 'data: '.length)),
+    }));
+    assert.ok(events.length >= 1 && events.every((e) => e.event === 'submission'), streamed.slice(0, 500));
+    assert.ok(events.slice(0, -1).every((e) => e.data.status === 'queued'), 'queued until the last event');
+    const graded = events.at(-1)!.data;
     assert.equal(graded.status, 'passed', JSON.stringify(graded));
+    assert.deepEqual((await api('GET', `/api/submissions/${submitted.body.id}`)).body, graded, 'the grade as stored');
 
     const exited = once(child, 'exit');
     child.kill('SIGTERM');

@@ -180,5 +180,12 @@ test("a job's page updates live from its event stream, without polling the job",
   // Every update came over the one stream: the job itself was never fetched.
   assert.equal(requests.filter((p) => p === `/api/jobs/${id}/events`).length, 1, requests.join(' '));
   assert.equal(requests.filter((p) => p === `/api/jobs/${id}`).length, 0, requests.join(' '));
+
+  // The child's page, through its link: it waits for the job no more, and names it as its parent.
+  await page.locator(`[data-field="children"] a[href="#/jobs/${child.id}"]`).click();
+  await waitFor(async () => (await text(page, '#job-title')) === `Job #${child.id}`, { message: "the child's page" });
+  await waitFor(async () => (await text(page, '#job-state')) === 'pending', { message: 'the child released' });
+  await waitFor(async () => (await text(page, '[data-field="parents"]')).includes(`#${id} · reports · completed`), { message: 'its parent, linked' });
+  assert.equal(await page.locator('[data-field="children"]').count(), 0, 'no jobs wait for the child');
   assert.deepEqual(problemsOf(page), []);
 });
