@@ -226,7 +226,7 @@ CREATE INDEX job_ready_idx ON sluice.job USING btree (queue, priority DESC, run_
 CREATE UNIQUE INDEX job_singleton_idx ON sluice.job USING btree (queue, singleton_key) WHERE ((singleton_key IS NOT NULL) AND (state = ANY (ARRAY['pending'::sluice.job_state, 'active'::sluice.job_state])));
 CREATE INDEX job_start_key_window ON sluice.job_start USING btree (queue, key, started_at) WHERE (key IS NOT NULL);
 CREATE INDEX job_start_window ON sluice.job_start USING btree (queue, started_at);
-CREATE INDEX job_waiting_idx ON sluice.job USING btree (queue) WHERE (waiting_parents IS NOT NULL);
+CREATE INDEX job_waiting_idx ON sluice.job USING btree (queue, key) WHERE (waiting_parents IS NOT NULL);
 CREATE INDEX queue_minute_minute_idx ON sluice.queue_minute USING btree (minute);
 CREATE INDEX rate_grant_window ON sluice.rate_grant USING btree (queue, until);
 
@@ -269,6 +269,9 @@ BEGIN
        + (SELECT count(*) FROM (SELECT 1 FROM "sluice".job
                                 WHERE queue = q.name AND key = p_key AND state = 'active'
                                 LIMIT q.max_per_key) a)
+       + (SELECT count(*) FROM (SELECT 1 FROM "sluice".job
+                                WHERE queue = q.name AND key = p_key AND waiting_parents IS NOT NULL
+                                LIMIT q.max_per_key) w)
   INTO v_load;
   IF v_load + p_incoming > q.max_per_key THEN
     RAISE EXCEPTION USING ERRCODE = 'SL429',

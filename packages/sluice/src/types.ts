@@ -31,7 +31,7 @@ export interface QueuePolicy {
   concurrency?: number | null;
   /** Cap on running jobs of one key; claims go round-robin across keys. */
   perKeyConcurrency?: number | null;
-  /** Cap on jobs of one key in the system (pending + active); sends beyond it throw `KeyLimitError`. */
+  /** Cap on jobs of one key in the system (waiting for parents, pending, active); sends beyond it throw `KeyLimitError`. */
   maxPerKey?: number | null;
   /** Shed threshold on ready-pending depth; sends beyond it throw `QueueFullError`. */
   maxPending?: number | null;

@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '@sluice/testkit';
-import { FlowInvalidError, ParentNotFoundError, type FlowJob } from '../src/index.js';
+import { FlowInvalidError, KeyLimitError, ParentNotFoundError, type FlowJob } from '../src/index.js';
 import { forkFixture, makeSluice, sqlClient, testDatabase, uniqueQueue, type ForkedFixture } from './helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/flow-worker.ts', import.meta.url));
@@ -223,6 +223,27 @@ test("children released by their parent keep their own queue's limits: per-key c
   assert.deepEqual(await claim(childQueue, at(1001)), [], 'a start exactly one period ago still counts');
   assert.equal((await claim(childQueue, at(1002))).length, 2, 'the window moved past the first two starts');
   assert.deepEqual(await childStates(), [{ state: 'active', n: 2 }, { state: 'completed', n: 3 }, { state: 'pending', n: 1 }]);
+});
+
+test("a flow's waiting children count against their key's maxPerKey from their send, so their release cannot pass it", async () => {
+  await testDatabase();
+  const sluice = await makeSluice();
+  const [parentQueue, childQueue] = [uniqueQueue('parent'), uniqueQueue('per-key')];
+  await sluice.queues.put(parentQueue, {});
+  await sluice.queues.put(childQueue, { maxPerKey: 2 });
+  const flow = await sluice.flow([
+    { ref: 'root', queue: parentQueue, data: null },
+    { ref: 'a', queue: childQueue, data: 'a', key: 'tenant', dependsOn: ['root'] },
+    { ref: 'b', queue: childQueue, data: 'b', key: 'tenant', dependsOn: ['root'] },
+  ]);
+  assert.equal((await sluice.stats(childQueue)).waiting, 2);
+  await assert.rejects(sluice.send(childQueue, 'c', { key: 'tenant' }), KeyLimitError, 'two waiting jobs fill the key');
+  await assert.rejects(sluice.send(childQueue, 'c', { key: 'tenant', dependsOn: [flow.root!.id] }), KeyLimitError);
+  await sluice.send(childQueue, 'other', { key: 'other-tenant' });
+  const [root] = await sluice.claim(parentQueue, { max: 1 });
+  await sluice.complete(root!.id, root!.leaseToken, null);
+  const keyed = await sluice.pool.query("SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND key = 'tenant' AND state = 'pending'", [childQueue]);
+  assert.equal(keyed.rows[0].n, 2, 'released: the key holds its limit, not more');
 });
 
 test('a dead parent cancels its children and theirs; under onParentFailure: run they run; a cancelled waiting job releases its children', async () => {

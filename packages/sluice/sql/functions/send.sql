@@ -14,8 +14,8 @@
 --   HINT. Counted under a per-queue transaction lock, so concurrent sends cannot all pass.
 -- - Wait (`max_wait_ms`, with a rate or a budget): a send whose projected wait to start
 --   passes it is refused the same way, the retry delay computed from the rate.
--- - Per key (`max_per_key`): a send that would give a key more than its limit of pending
---   and active jobs is refused with SL429 (KeyLimitError), counted under a per-key lock.
+-- - Per key (`max_per_key`): a send that would give a key more than its limit of waiting,
+--   pending and active jobs is refused with SL429 (KeyLimitError), counted under a per-key lock.
 -- - Singleton keys: at most one non-final job per (queue, key); a duplicate returns the
 --   existing job's id with `deduplicated`, inserts nothing, and is not counted.
 -- - An unknown queue is SL404. Nothing is written by a refused send.
@@ -113,8 +113,9 @@ BEGIN
   END IF;
 END $$;
 
--- SL429 unless `p_incoming` more jobs keep the key within max_per_key (pending and active,
--- each read from the partial index that holds them).
+-- SL429 unless `p_incoming` more jobs keep the key within max_per_key (waiting for parents,
+-- pending and active, each read from the partial index that holds them: a flow's children
+-- count from their send on, or their release could take the key past its limit).
 CREATE OR REPLACE FUNCTION :SCHEMA.admit_key(q :SCHEMA.queue, p_key text, p_incoming integer)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
@@ -127,6 +128,9 @@ BEGIN
        + (SELECT count(*) FROM (SELECT 1 FROM :SCHEMA.job
                                 WHERE queue = q.name AND key = p_key AND state = 'active'
                                 LIMIT q.max_per_key) a)
+       + (SELECT count(*) FROM (SELECT 1 FROM :SCHEMA.job
+                                WHERE queue = q.name AND key = p_key AND waiting_parents IS NOT NULL
+                                LIMIT q.max_per_key) w)
   INTO v_load;
   IF v_load + p_incoming > q.max_per_key THEN
     RAISE EXCEPTION USING ERRCODE = 'SL429',
