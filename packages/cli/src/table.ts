@@ -39,6 +39,12 @@ export const WINDOWS = [
   { policy: 'budget', amount: 'units', use: 'budgetUse', header: 'budget' },
 ] as const;
 
+/** A queue's per-key rate and budget: the same windows, counted for each key (no use in the stats). */
+export const KEY_WINDOWS = [
+  { policy: 'perKeyRateLimit', amount: 'count', header: 'rate/key' },
+  { policy: 'perKeyBudget', amount: 'units', header: 'budget/key' },
+] as const;
+
 /** `50/1s`: a policy window as the CLI takes it; '-' without one. */
 export function formatWindow(window: Record<string, number> | null, amount: string): string {
   return window ? `${window[amount]}/${formatPeriod(window.periodMs!)}` : '-';

@@ -93,8 +93,8 @@ test('queues put takes a rate, a budget and a max wait; list and stats show them
   await ready;
   const put = await run(['queues', 'put', 'cli-rated', '--rate-limit', '2/10m', '--budget', '10000/60s', '--max-wait', '2h']);
   assert.equal(put.code, 0, put.err);
-  assert.match(put.out, /rate\s+budget\s+max wait\n/);
-  assert.match(put.out, /cli-rated\s+-\s+-\s+-\s+-\s+5\s+600s\s+no\s+2\/10m\s+10000\/60s\s+2h\n/);
+  assert.match(put.out, /rate\s+budget\s+max wait\s+rate\/key\s+budget\/key\n/);
+  assert.match(put.out, /cli-rated\s+-\s+-\s+-\s+-\s+5\s+600s\s+no\s+2\/10m\s+10000\/60s\s+2h\s+-\s+-\n/);
   const queue = await sluice.queues.get('cli-rated');
   assert.deepEqual([queue?.rateLimit, queue?.budget, queue?.maxWaitMs], [{ count: 2, periodMs: 600_000 }, { units: 10_000, periodMs: 60_000 }, 7_200_000]);
 
@@ -124,6 +124,38 @@ test('queues put takes a rate, a budget and a max wait; list and stats show them
   assert.deepEqual((await sluice.queues.get('cli-rated'))?.rateLimit, { count: 2, periodMs: 600_000 }, 'refused puts changed nothing');
   assert.equal((await run(['queues', 'put', 'cli-per-second', '--rate-limit', '50/s', '--json'])).code, 0);
   assert.deepEqual((await sluice.queues.get('cli-per-second'))?.rateLimit, { count: 50, periodMs: 1000 }, '50/s is 50 per second');
+});
+
+test('queues put takes a per-key rate and budget; list shows them; a put without them removes them', async () => {
+  await ready;
+  const put = await run(['queues', 'put', 'cli-per-key', '--rate-limit', '50/1s', '--per-key-rate-limit', '5/1s', '--per-key-budget', '100/60s']);
+  assert.equal(put.code, 0, put.err);
+  assert.match(put.out, /max wait\s+rate\/key\s+budget\/key\n/);
+  assert.match(put.out, /cli-per-key\s+.*\s+50\/1s\s+-\s+-\s+5\/1s\s+100\/60s\n/);
+  const queue = await sluice.queues.get('cli-per-key');
+  assert.deepEqual([queue?.perKeyRateLimit, queue?.perKeyBudget], [{ count: 5, periodMs: 1000 }, { units: 100, periodMs: 60_000 }]);
+  const [listed] = JSON.parse((await run(['queues', 'list', '--json'])).out).filter((q: { name: string }) => q.name === 'cli-per-key');
+  assert.deepEqual([listed.perKeyRateLimit, listed.perKeyBudget], [{ count: 5, periodMs: 1000 }, { units: 100, periodMs: 60_000 }]);
+  assert.match((await run(['queues', 'list'])).out, /cli-per-key\s+.*\s+5\/1s\s+100\/60s\n/);
+
+  for (const [args, reason] of [
+    [['--per-key-rate-limit', '5'], /--per-key-rate-limit must be AMOUNT\/PERIOD such as 50\/1s/],
+    [['--per-key-budget', '0/60s'], /--per-key-budget must be AMOUNT\/PERIOD .* got "0\/60s"/],
+    [['--per-key-budget', '100/25h'], /perKeyBudget.periodMs must be an integer between 1 and 86400000/],
+  ] as const) {
+    const bad = await run(['queues', 'put', 'cli-per-key', ...args]);
+    assert.equal(bad.code, 2, args.join(' '));
+    assert.match(bad.err, reason);
+    assert.equal(bad.err.trim().split('\n').length, 1, 'one line');
+  }
+  assert.deepEqual((await sluice.queues.get('cli-per-key'))?.perKeyBudget, { units: 100, periodMs: 60_000 }, 'refused puts changed nothing');
+
+  // put replaces the whole policy: a per-key window left out is removed, as a rate left out is.
+  const cleared = await run(['queues', 'put', 'cli-per-key', '--per-key-budget', '100/60s']);
+  assert.equal(cleared.code, 0, cleared.err);
+  assert.match(cleared.out, /cli-per-key\s+.*\s+-\s+-\s+-\s+-\s+100\/60s\n/);
+  const stored = await sluice.queues.get('cli-per-key');
+  assert.deepEqual([stored?.rateLimit, stored?.perKeyRateLimit, stored?.perKeyBudget], [null, null, { units: 100, periodMs: 60_000 }]);
 });
 
 test('jobs list: filters, a table or JSON, pages by cursor, bad input refused in one line', async () => {

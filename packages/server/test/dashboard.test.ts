@@ -8,7 +8,7 @@ import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '@sluice/testkit';
 import { browserPages, CHROMIUM, problemsOf, text } from './browser.js';
-import { startTestServer, TOKENS } from './helpers.js';
+import { api, startTestServer, TOKENS } from './helpers.js';
 
 const { page: launch, signedIn, close } = browserPages();
 after(close);
@@ -131,12 +131,38 @@ test('edit a queue policy and pause/resume from the dashboard', { skip: !existsS
   assert.equal(saved?.retention.completedSeconds, 60, 'fields not on the form are kept');
   assert.deepEqual([saved?.rateLimit, saved?.budget, saved?.maxWaitMs], [{ count: 10, periodMs: 1000 }, { units: 500, periodMs: 60_000 }, 30_000]);
 
+  // The per-key rate and budget, set through the form, as the API answers them.
+  const PER_KEY = { perKeyRateLimit: { count: 5, periodMs: 1000 }, perKeyBudget: { units: 100, periodMs: 60_000 } };
+  const perKeyOf = async () => {
+    const { body } = await api(server).admin('GET', '/api/queues/reports');
+    return { perKeyRateLimit: body.perKeyRateLimit, perKeyBudget: body.perKeyBudget };
+  };
+  await page.getByLabel('Rate per key: starts per window').fill('5');
+  await page.getByLabel('Rate per key window (ms)').fill('1000');
+  await page.getByLabel('Budget per key: units per window').fill('100');
+  await page.getByLabel('Budget per key window (ms)').fill('60000');
+  await page.getByRole('button', { name: 'Save policy' }).click();
+  await waitFor(async () => (await perKeyOf()).perKeyBudget !== null, { message: 'the per-key windows saved' });
+  assert.deepEqual(await perKeyOf(), PER_KEY);
+  // A form built anew starts from the stored policy: saving it again keeps them.
+  await page.reload();
+  await page.getByLabel('Shed threshold (max ready)').fill('300');
+  assert.equal(await page.getByLabel('Budget per key: units per window').inputValue(), '100');
+  await page.getByRole('button', { name: 'Save policy' }).click();
+  await waitFor(async () => (await server.sluice.queues.get('reports'))?.maxPending === 300, { message: 'saved again' });
+  assert.deepEqual(await perKeyOf(), PER_KEY, 'the per-key windows kept');
+  await page.getByRole('link', { name: 'Back to queues' }).click();
+  await waitFor(async () => (await text(page, '[data-queue="reports"] [data-field="perKeyRateLimit"] dd')) === '5 starts per 1 s', { message: 'the card' });
+  assert.equal(await text(page, '[data-queue="reports"] [data-field="perKeyBudget"] dd'), '100 units per 60 s');
+  await page.getByRole('link', { name: 'Edit policy' }).click();
+
   // Emptying a window's inputs removes it; a half-filled one is refused with the reason.
   await page.getByLabel('Budget: units per window').fill('');
   await page.getByLabel('Budget window (ms)').fill('');
   await page.getByRole('button', { name: 'Save policy' }).click();
   await waitFor(async () => (await server.sluice.queues.get('reports'))?.budget === null, { message: 'the budget removed' });
   assert.deepEqual((await server.sluice.queues.get('reports'))?.rateLimit, { count: 10, periodMs: 1000 }, 'the rate kept');
+  assert.deepEqual(await perKeyOf(), PER_KEY, 'the per-key windows kept');
   await page.getByLabel('Rate window (ms)').fill('');
   await page.getByRole('button', { name: 'Save policy' }).click();
   await waitFor(async () => /Save reports failed: .*periodMs/.test(await text(page, '#status')), { message: 'the refusal' });

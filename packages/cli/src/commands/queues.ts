@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { Queue, QueuePolicy } from 'sluice';
 import { duration, integer, number, perPeriod, withDbOptions, withSluice, type DbFlags } from '../connect.js';
 import type { CliIo } from '../io.js';
-import { formatPeriod, formatWindow, renderTable, WINDOWS } from '../table.js';
+import { formatPeriod, formatWindow, KEY_WINDOWS, renderTable, WINDOWS } from '../table.js';
 
 interface PolicyFlags extends DbFlags {
   concurrency?: number;
@@ -25,6 +25,8 @@ interface PolicyFlags extends DbFlags {
   rateLimit?: { amount: number; periodMs: number };
   budget?: { amount: number; periodMs: number };
   maxWait?: number;
+  perKeyRateLimit?: { amount: number; periodMs: number };
+  perKeyBudget?: { amount: number; periodMs: number };
 }
 
 function policyFrom(f: PolicyFlags): QueuePolicy {
@@ -42,6 +44,8 @@ function policyFrom(f: PolicyFlags): QueuePolicy {
   if (f.rateLimit) policy.rateLimit = { count: f.rateLimit.amount, periodMs: f.rateLimit.periodMs };
   if (f.budget) policy.budget = { units: f.budget.amount, periodMs: f.budget.periodMs };
   if (f.maxWait !== undefined) policy.maxWaitMs = f.maxWait;
+  if (f.perKeyRateLimit) policy.perKeyRateLimit = { count: f.perKeyRateLimit.amount, periodMs: f.perKeyRateLimit.periodMs };
+  if (f.perKeyBudget) policy.perKeyBudget = { units: f.perKeyBudget.amount, periodMs: f.perKeyBudget.periodMs };
   if (f.backoffBaseMs !== undefined || f.backoffMaxMs !== undefined || f.backoffJitter !== undefined) {
     policy.backoff = {
       ...(f.backoffBaseMs !== undefined ? { baseMs: f.backoffBaseMs } : {}),
@@ -63,11 +67,12 @@ const limit = (v: number | null) => (v === null ? '-' : String(v));
 
 function renderQueues(queues: Queue[]): string {
   return renderTable(
-    ['queue', 'cap', 'per key', 'max/key', 'max pending', 'attempts', 'lease', 'paused', ...WINDOWS.map((w) => w.header), 'max wait'],
+    ['queue', 'cap', 'per key', 'max/key', 'max pending', 'attempts', 'lease', 'paused', ...WINDOWS.map((w) => w.header), 'max wait', ...KEY_WINDOWS.map((w) => w.header)],
     queues.map((q) => [
       q.name, limit(q.concurrency), limit(q.perKeyConcurrency), limit(q.maxPerKey), limit(q.maxPending), q.maxAttempts, `${q.leaseSeconds}s`, q.paused ? 'yes' : 'no',
       ...WINDOWS.map((w) => formatWindow(q[w.policy] as Record<string, number> | null, w.amount)),
       q.maxWaitMs === null ? '-' : formatPeriod(q.maxWaitMs),
+      ...KEY_WINDOWS.map((w) => formatWindow(q[w.policy] as Record<string, number> | null, w.amount)),
     ]),
   );
 }
@@ -101,6 +106,8 @@ export function registerQueues(program: Command, io: CliIo): void {
       .option('--rate-limit <count/period>', 'at most COUNT jobs start in any window of PERIOD, e.g. 50/1s', perPeriod('--rate-limit'))
       .option('--budget <units/period>', "at most UNITS of the jobs' cost start in any window of PERIOD, e.g. 10000/60s", perPeriod('--budget'))
       .option('--max-wait <duration>', 'with a rate or a budget: refuse a send whose projected wait passes this, e.g. 30s (503)', duration('--max-wait'))
+      .option('--per-key-rate-limit <count/period>', 'at most COUNT jobs of each key start in any window of PERIOD, e.g. 5/1s', perPeriod('--per-key-rate-limit'))
+      .option('--per-key-budget <units/period>', "at most UNITS of each key's jobs' cost start in any window of PERIOD, e.g. 1000/60s", perPeriod('--per-key-budget'))
       .option('--paused', 'create or keep the queue paused'),
   ).action(async (name: string, flags: PolicyFlags) => {
     const queue = await withSluice(flags, io, (s) => s.queues.put(name, policyFrom(flags)));

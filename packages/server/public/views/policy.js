@@ -18,10 +18,14 @@ const POLICY_FIELDS = [
   ['budget.units', 'Budget: units per window', 'at most this much of the jobs\' cost starts in any window; empty = no budget'],
   ['budget.periodMs', 'Budget window (ms)', 'the budget\'s window, e.g. 60000'],
   ['maxWaitMs', 'Max wait (ms)', 'with a rate or a budget: sends that would wait longer get 503; empty = none'],
+  ['perKeyRateLimit.count', 'Rate per key: starts per window', 'at most this many jobs of each key start in any window; keys take turns; empty = no per-key rate'],
+  ['perKeyRateLimit.periodMs', 'Rate per key window (ms)', 'the per-key rate\'s window, e.g. 1000'],
+  ['perKeyBudget.units', 'Budget per key: units per window', 'at most this much of each key\'s jobs\' cost starts in any window; empty = no per-key budget'],
+  ['perKeyBudget.periodMs', 'Budget per key window (ms)', 'the per-key budget\'s window, e.g. 60000'],
 ];
 const NULLABLE = new Set(['concurrency', 'perKeyConcurrency', 'maxPerKey', 'maxPending', 'maxWaitMs']);
 /** Policy fields that are a window, { amount, periodMs } or null: null when every input is empty. */
-const WINDOW_POLICIES = new Set(['rateLimit', 'budget']);
+const WINDOW_POLICIES = new Set(['rateLimit', 'budget', 'perKeyRateLimit', 'perKeyBudget']);
 
 /** The policy form of queue `name`, loaded once (a refresh must not undo an edit). */
 export function policyForm(name) {

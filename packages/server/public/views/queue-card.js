@@ -20,6 +20,13 @@ const WINDOWS = [
   { use: 'budgetUse', label: 'Budget', noun: 'units' },
 ];
 
+// A queue's per-key rate and budget (policy fields): limits of each key, with no use in the
+// stats, so shown as numbers rather than bars.
+const KEY_WINDOWS = [
+  { policy: 'perKeyRateLimit', amount: 'count', label: 'Rate per key', noun: 'starts' },
+  { policy: 'perKeyBudget', amount: 'units', label: 'Budget per key', noun: 'units' },
+];
+
 function windowBars(s) {
   return WINDOWS.filter((w) => s[w.use]).map((w) => {
     const { used, limit, periodMs } = s[w.use];
@@ -69,6 +76,8 @@ export function queueCards() {
         windowed ? number('Waiting on rate/budget', fmtCount(s.heldBack ?? 0), 'heldBack') : null,
         // Leased by workers ahead of a slot of the cap: neither ready nor active.
         number('Claimed ahead', s.claimedAhead ?? 0, 'claimedAhead'),
+        KEY_WINDOWS.filter((w) => q[w.policy]).map((w) =>
+          number(w.label, `${fmtCount(q[w.policy][w.amount])} ${w.noun} per ${fmtPeriod(q[w.policy].periodMs)}`, w.policy)),
         number('Shed (503), 1 h', q.refusals.shed, 'shed'),
         number('Key-limited (429), 1 h', q.refusals.keyLimited, 'keyLimited'),
         number('Dead', s.dead, 'dead')),
