@@ -1165,6 +1165,29 @@ BEGIN
   RETURN v_ids;
 END $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.queue_budget_added()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_from timestamptz := now() - NEW.budget_period_ms * interval '1 millisecond';
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('sluice.rate'), hashtext(NEW.name));
+  INSERT INTO "sluice".job_start (queue, started_at, units, job_id)
+  SELECT NEW.name, j.started_at, j.cost, j.id
+  FROM (SELECT * FROM "sluice".job a WHERE a.queue = NEW.name AND a.state = 'active'
+        UNION ALL
+        SELECT * FROM "sluice".job f
+        WHERE f.queue = NEW.name AND f.state IN ('completed', 'cancelled', 'dead') AND f.finished_at >= v_from) j
+  -- Jobs claimed ahead still hold reservations, which every count reads already.
+  WHERE j.started_at >= v_from AND j.start_reserved IS NOT TRUE AND EXISTS (
+    SELECT 1 FROM "sluice".rate_grant g
+    WHERE g.queue = NEW.name AND g.worker_id = j.worker_id AND g.granted_at <= j.started_at AND j.started_at < g.until);
+  UPDATE "sluice".rate_grant g SET jobs = g.used, until = least(g.until, now())
+  WHERE g.queue = NEW.name AND g.until > now();
+  RETURN NULL;
+END $function$
+;
 CREATE OR REPLACE FUNCTION sluice.queue_slots()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -1785,4 +1808,5 @@ END $function$
 CREATE TRIGGER job_delete_links AFTER DELETE ON sluice.job FOR EACH ROW WHEN (old.on_parent_failure IS NOT NULL) EXECUTE FUNCTION sluice.job_delete_links();
 CREATE TRIGGER job_record_reserved_start BEFORE UPDATE OF state ON sluice.job FOR EACH ROW WHEN (old.start_reserved AND new.start_reserved AND old.state = 'active'::sluice.job_state AND new.state <> 'active'::sluice.job_state) EXECUTE FUNCTION sluice.job_record_reserved_start();
 CREATE TRIGGER job_release_slot BEFORE UPDATE OF state ON sluice.job FOR EACH ROW WHEN (old.slot IS NOT NULL AND new.slot IS NOT NULL AND new.state <> 'active'::sluice.job_state) EXECUTE FUNCTION sluice.job_release_slot();
+CREATE TRIGGER queue_budget_added AFTER UPDATE OF budget_units ON sluice.queue FOR EACH ROW WHEN (old.budget_units IS NULL AND new.budget_units IS NOT NULL) EXECUTE FUNCTION sluice.queue_budget_added();
 CREATE TRIGGER queue_slots AFTER INSERT OR UPDATE OF concurrency ON sluice.queue FOR EACH ROW EXECUTE FUNCTION sluice.queue_slots();

@@ -351,3 +351,23 @@ test('a worker held by a rate claims again as soon as a start leaves the window:
   );
   assert.ok(rows[0].fullest <= 25, `a window of 500 ms held ${rows[0].fullest} starts`);
 });
+
+test('a budget added to a queue working on grants counts the starts the grants gave in its window', async () => {
+  // On the database's own clock: the policy change reads it.
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 1000, rateLimit: { count: 400, periodMs: 1000 } });
+  await sluice.sendMany(q, Array.from({ length: 30 }, (_, i) => ({ data: i, cost: 3 })));
+  const claimNow = async () => (await sluice.pool.query("SELECT id::text FROM sluice.claim($1, 5, 'w1', NULL, 5)", [q])).rows;
+  assert.equal((await claimNow()).length, 10, 'five for free local slots, five ahead, from a grant');
+  const recorded = async () =>
+    (await sluice.pool.query('SELECT count(*)::int AS n, coalesce(sum(units), 0)::int AS units FROM sluice.job_start WHERE queue = $1', [q])).rows[0];
+  assert.deepEqual(await recorded(), { n: 0, units: 0 }, 'a grant records nothing one by one');
+
+  await sluice.queues.put(q, { concurrency: 1000, rateLimit: { count: 400, periodMs: 1000 }, budget: { units: 40, periodMs: 60_000 } });
+  assert.deepEqual(await recorded(), { n: 5, units: 15 }, "the grant's starts, at their cost, in the budget's window");
+  assert.equal((await sluice.stats(q)).budgetUse?.used, 30, 'with the five claimed ahead, counted as reservations');
+  assert.equal((await claimNow()).length, 3, 'the 10 units left take three jobs of cost 3');
+  const open = await sluice.pool.query('SELECT count(*)::int AS n FROM sluice.rate_grant WHERE queue = $1 AND until > now()', [q]);
+  assert.equal(open.rows[0].n, 0, 'no grant outlives the budget: claims count exactly');
+});

@@ -293,3 +293,36 @@ BEGIN
   END IF;
   RETURN greatest(0, ceil(extract(epoch FROM greatest(v_rate_at, v_budget_at, v_key_at) - v_now) * 1000) + 1)::integer;
 END $$;
+
+-- A budget added to a queue that had none: starts taken from grants (made only without a
+-- budget) were counted in the grants, not one by one, so the budget's window would miss
+-- them. They are recorded now, from the jobs that began within each grant in the window
+-- (running, or finished since the window began: two index reads; an attempt that failed
+-- back to pending is not found, nor a job retention already deleted), and the grants are
+-- ended, under the queue's rate lock held exclusively: claims in flight under a grant
+-- finish first, and later ones find their grant over and count exactly. The rate then
+-- counts these starts twice for at most a window, on the safe side.
+CREATE OR REPLACE FUNCTION :SCHEMA.queue_budget_added() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  v_from timestamptz := now() - NEW.budget_period_ms * interval '1 millisecond';
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.rate'), hashtext(NEW.name));
+  INSERT INTO :SCHEMA.job_start (queue, started_at, units, job_id)
+  SELECT NEW.name, j.started_at, j.cost, j.id
+  FROM (SELECT * FROM :SCHEMA.job a WHERE a.queue = NEW.name AND a.state = 'active'
+        UNION ALL
+        SELECT * FROM :SCHEMA.job f
+        WHERE f.queue = NEW.name AND f.state IN ('completed', 'cancelled', 'dead') AND f.finished_at >= v_from) j
+  -- Jobs claimed ahead still hold reservations, which every count reads already.
+  WHERE j.started_at >= v_from AND j.start_reserved IS NOT TRUE AND EXISTS (
+    SELECT 1 FROM :SCHEMA.rate_grant g
+    WHERE g.queue = NEW.name AND g.worker_id = j.worker_id AND g.granted_at <= j.started_at AND j.started_at < g.until);
+  UPDATE :SCHEMA.rate_grant g SET jobs = g.used, until = least(g.until, now())
+  WHERE g.queue = NEW.name AND g.until > now();
+  RETURN NULL;
+END $$;
+
+DROP TRIGGER IF EXISTS queue_budget_added ON :SCHEMA.queue;
+CREATE TRIGGER queue_budget_added AFTER UPDATE OF budget_units ON :SCHEMA.queue
+FOR EACH ROW WHEN (OLD.budget_units IS NULL AND NEW.budget_units IS NOT NULL)
+EXECUTE FUNCTION :SCHEMA.queue_budget_added();
