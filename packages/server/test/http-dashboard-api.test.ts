@@ -43,7 +43,7 @@ test('series: exactly the minutes asked for, the current one last, with the coun
   // The rows are keyed by the database's clock, the same clock as the job rows.
   const [{ now }] = (await server.sluice.pool.query('SELECT now()')).rows;
   assert.ok(Date.parse(last.at) <= now.getTime() && now.getTime() - Date.parse(last.at) < 120_000, 'the last point is the current minute');
-  const total = (field: string) => points.reduce((sum: number, p: Record<string, number>) => sum + p[field], 0);
+  const total = (field: string) => points.reduce((sum: number, p: Record<string, number>) => sum + p[field]!, 0);
   assert.equal(total('shed'), 2, 'shed by both processes');
   assert.equal(total('keyLimited'), 1);
   const sampled = points.filter((p: { ready: number | null }) => p.ready !== null);
