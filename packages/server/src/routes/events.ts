@@ -74,11 +74,12 @@ function followJob(sluice: Sluice, followers: JobFollowers, first: Job, stream: 
         checking = false;
       }
     };
-    // Followed before the job is read again: an end announced in between is not missed.
-    const unfollow = followers.follow(first.queue, first.id, () => void check());
+    // Read again once announcements reach the feed: an end before is in that read, one
+    // after wakes it.
+    const { unfollow, ready } = followers.follow(first.queue, first.id, () => void check());
     stream.signal.addEventListener('abort', finish, { once: true });
     heartbeat.wake = () => void check();
-    void check();
+    void ready.then(check);
   });
 }
 
