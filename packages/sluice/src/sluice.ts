@@ -15,6 +15,7 @@ import { Metrics } from './metrics.js';
 import type { Registry } from 'prom-client';
 import { Maintenance, type TickResult } from './maintenance/maintenance.js';
 import { reportDead } from './queue/dead.js';
+import { traceSettleOne } from './tracing.js';
 import { DeadLetters } from './queue/dead-letters.js';
 import { Jobs } from './queue/jobs.js';
 import { sendFlow } from './queue/flow.js';
@@ -342,13 +343,13 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
    * real cost, which its queue's budget counts for its start (as a handler's `reportCost`).
    */
   async complete(id: string, leaseToken: string, result?: unknown, opts?: CompleteOptions): Promise<void> {
-    const { queue } = await this.jobs.complete(id, leaseToken, result, opts);
+    const { queue } = await traceSettleOne(id, 'completed', () => this.jobs.complete(id, leaseToken, result, opts));
     this.emit('completed', { queue, ids: [id] });
   }
 
   /** Fail a claimed job (retry with backoff, or dead); `LeaseLostError` if the lease was lost. */
   async fail(id: string, leaseToken: string, error: { message: string; name?: string; stack?: string }): Promise<Job> {
-    const job = await this.jobs.fail(id, leaseToken, error);
+    const job = await traceSettleOne(id, 'failed', () => this.jobs.fail(id, leaseToken, error));
     if (job.state === 'dead') reportDead(this.logger, this.emitEvent, job);
     else if (job.state === 'cancelled') this.emit('cancelled', job);
     else this.emit('failed', job);

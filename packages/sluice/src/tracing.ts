@@ -7,7 +7,8 @@
  *   receive <queue>  CLIENT    a claim round trip (a root span)
  *   process <queue>  CONSUMER  a handler run, a child of the context stored by the send
  *   settle <queue>   CLIENT    a write of results (one span per statement, linked to each
- *                              result's `process` span)
+ *                              result's `process` span; a pull worker's complete or fail: one
+ *                              per job, in the caller's context)
  *   sluice.flow      INTERNAL  a flow: the sends of its jobs are its children
  *
  * Without a tracer provider no span is started and nothing is allocated for tracing: every
@@ -183,6 +184,31 @@ export function startSettle(queue: string, results: readonly { span?: SpanContex
     links,
     attributes: attributes(queue, 'settle', { [ATTR.batchCount]: results.length, [ATTR.outcome]: outcome }),
   });
+}
+
+/**
+ * A pull worker's write of one job's result (`sluice.complete`, `sluice.fail`): a `settle`
+ * span in the caller's context (say, the HTTP request's), named for the job's queue once the
+ * write has said which it is.
+ */
+export async function traceSettleOne<R extends { queue: string }>(id: string, outcome: 'completed' | 'failed', fn: () => Promise<R>): Promise<R> {
+  const t = tracer();
+  if (t === null) return fn();
+  const span = t.startSpan('settle', {
+    kind: SpanKind.CLIENT,
+    attributes: { [ATTR.system]: 'sluice', [ATTR.operationType]: 'settle', [ATTR.operationName]: 'settle', [ATTR.messageId]: id, [ATTR.outcome]: outcome },
+  });
+  let written: R;
+  try {
+    written = await activeIn(span, fn);
+  } catch (err) {
+    endSpan(span, err);
+    throw err;
+  }
+  span.updateName(`settle ${written.queue}`);
+  span.setAttribute(ATTR.destination, written.queue);
+  span.end();
+  return written;
 }
 
 /** Runs `fn` with `span` active (as `activeIn`) and ends the span, failed if `fn` throws; without a span, just `fn`. */

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { waitFor } from '@sluice/testkit';
-import { JobDeadError } from '../src/index.js';
+import { JobDeadError, LeaseLostError } from '../src/index.js';
 import { forkFixture, makeSluice, sqlClient, testDatabase, uniqueQueue } from './helpers.js';
 import { registerTracing, type SpanRecord } from './fixtures/tracing.js';
 
@@ -115,6 +115,34 @@ test('in process: the handler span is a child of the send span; claim and settle
   assert.ok(Number(settled.attributes['messaging.batch.message_count']) >= 1);
   const settledFailure = await waitSpan(`settle ${queue}`, linksTo(failed));
   assert.equal(settledFailure.attributes['sluice.settle.outcome'], 'failed');
+});
+
+test("pull API: complete and fail are settle spans in the caller's context, named for the job's queue", async () => {
+  const sluice = await makeSluice();
+  const queue = uniqueQueue('pulled');
+  await sluice.queues.put(queue, { maxAttempts: 1 });
+  await sluice.sendMany(queue, [{ data: 1 }, { data: 2 }]);
+  const [a, b] = await sluice.claim(queue, { max: 2 });
+  const app = trace.getTracer('test-app');
+  const requestSpanId = await app.startActiveSpan('request', async (span) => {
+    await sluice.complete(a!.id, a!.leaseToken, 'ok');
+    span.end();
+    return span.spanContext().spanId;
+  });
+  await sluice.fail(b!.id, b!.leaseToken, { message: 'nope' });
+  await assert.rejects(sluice.complete(a!.id, a!.leaseToken, 'again'), LeaseLostError);
+
+  const ofJob = (id: string) => (s: SpanRecord) => s.attributes['messaging.message.id'] === id;
+  const done = await waitSpan(`settle ${queue}`, ofJob(a!.id));
+  assert.equal(done.kind, SpanKind.CLIENT);
+  assert.equal(done.parentSpanId, requestSpanId);
+  assert.equal(done.attributes['messaging.destination.name'], queue);
+  assert.equal(done.attributes['sluice.settle.outcome'], 'completed');
+  assert.equal(done.status.code, SpanStatusCode.UNSET);
+  const failed = await waitSpan(`settle ${queue}`, ofJob(b!.id));
+  assert.equal(failed.attributes['sluice.settle.outcome'], 'failed');
+  const lost = await waitSpan('settle', ofJob(a!.id));
+  assert.equal(lost.status.code, SpanStatusCode.ERROR, 'a write refused (the lease was lost) marks its span');
 });
 
 test('a flow: each job is sent in the flow span, and its handler continues its own send', async () => {
