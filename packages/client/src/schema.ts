@@ -2270,6 +2270,109 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every queue's per-minute figures over the last minutes (default 60), as GET /api/queues/:queue/series gives each, read at once */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description how many minutes, the current one last (default 60) */
+                    minutes?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /**
+                             * @description each point is a minute
+                             * @enum {integer}
+                             */
+                            stepSeconds: 60;
+                            /** @description every queue's points, by queue name */
+                            queues: {
+                                [key: string]: ({
+                                    /**
+                                     * Format: date-time
+                                     * @description start of the minute
+                                     */
+                                    at: string;
+                                    /** @description most jobs running (holding cap slots / active) in a sample of the minute; null: not sampled */
+                                    running: number | null;
+                                    /** @description the queue's global cap then; null: none, or not sampled */
+                                    cap: number | null;
+                                    /** @description ready depth at the minute's last sample */
+                                    ready: number | null;
+                                    /** @description age of the oldest ready job, the largest sample of the minute */
+                                    lagMs: number | null;
+                                    /** @description jobs started */
+                                    starts: number;
+                                    /** @description jobs completed */
+                                    completions: number;
+                                    /** @description attempts that failed and will retry */
+                                    failures: number;
+                                    /** @description jobs that went dead */
+                                    dead: number;
+                                    /** @description sends refused 503 queue_full */
+                                    shed: number;
+                                    /** @description sends refused 429 key_limit */
+                                    keyLimited: number;
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                            };
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/dead-letters": {
         parameters: {
             query?: never;

@@ -1,7 +1,7 @@
-// Charts of a queue's last hour (GET /api/queues/:queue/series, one point a minute) drawn
-// by uPlot. Each chart says what it drew in its figure's `data-drawn` (the arrays handed to
-// uPlot, read back from it), and shows a sentence instead of a canvas when nothing was
-// recorded, so an empty hour never draws NaN axes.
+// Charts of a queue's last hour (GET /api/queues/:queue/series, or every queue's at once from GET
+// /api/series; one point a minute) drawn by uPlot. Each chart says what it drew in its figure's
+// `data-drawn` (the arrays handed to uPlot, read back from it), and shows a sentence instead of
+// a canvas when nothing was recorded, so an empty hour never draws NaN axes.
 import uPlot from './vendor/uplot.esm.js';
 import { fmtCount, fmtSeconds, h } from './lib.js';
 

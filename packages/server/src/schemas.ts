@@ -434,35 +434,46 @@ export const jobListResponse = {
 
 const nullableNumber = (description: string) => ({ type: ['integer', 'null'], description }) as const;
 
+/** A queue's per-minute figures: GET /api/queues/:queue/series, and each queue's in GET /api/series. */
+const seriesPoints = {
+  type: 'array',
+  description: 'oldest first, the current minute last; counted by every process, kept in the database',
+  items: {
+    type: 'object',
+    required: ['at', 'running', 'cap', 'ready', 'lagMs', 'starts', 'completions', 'failures', 'dead', 'shed', 'keyLimited'],
+    additionalProperties: true,
+    properties: {
+      at: dateTime('start of the minute'),
+      running: nullableNumber('most jobs running (holding cap slots / active) in a sample of the minute; null: not sampled'),
+      cap: nullableNumber("the queue's global cap then; null: none, or not sampled"),
+      ready: nullableNumber("ready depth at the minute's last sample"),
+      lagMs: nullableNumber('age of the oldest ready job, the largest sample of the minute'),
+      starts: int('jobs started'),
+      completions: int('jobs completed'),
+      failures: int('attempts that failed and will retry'),
+      dead: int('jobs that went dead'),
+      shed: int('sends refused 503 queue_full'),
+      keyLimited: int('sends refused 429 key_limit'),
+    },
+  },
+} as const;
+
+const stepSeconds = { type: 'integer', enum: [60], description: 'each point is a minute' } as const;
+
 export const seriesResponse = {
   type: 'object',
   required: ['queue', 'stepSeconds', 'points'],
   additionalProperties: true,
+  properties: { queue: queueName, stepSeconds, points: seriesPoints },
+} as const;
+
+export const allSeriesResponse = {
+  type: 'object',
+  required: ['stepSeconds', 'queues'],
+  additionalProperties: true,
   properties: {
-    queue: queueName,
-    stepSeconds: { type: 'integer', enum: [60], description: 'each point is a minute' },
-    points: {
-      type: 'array',
-      description: 'oldest first, the current minute last; counted by every process, kept in the database',
-      items: {
-        type: 'object',
-        required: ['at', 'running', 'cap', 'ready', 'lagMs', 'starts', 'completions', 'failures', 'dead', 'shed', 'keyLimited'],
-        additionalProperties: true,
-        properties: {
-          at: dateTime('start of the minute'),
-          running: nullableNumber('most jobs running (holding cap slots / active) in a sample of the minute; null: not sampled'),
-          cap: nullableNumber("the queue's global cap then; null: none, or not sampled"),
-          ready: nullableNumber("ready depth at the minute's last sample"),
-          lagMs: nullableNumber('age of the oldest ready job, the largest sample of the minute'),
-          starts: int('jobs started'),
-          completions: int('jobs completed'),
-          failures: int('attempts that failed and will retry'),
-          dead: int('jobs that went dead'),
-          shed: int('sends refused 503 queue_full'),
-          keyLimited: int('sends refused 429 key_limit'),
-        },
-      },
-    },
+    stepSeconds,
+    queues: { type: 'object', description: "every queue's points, by queue name", additionalProperties: seriesPoints },
   },
 } as const;
 

@@ -1,7 +1,8 @@
 // The dashboard's charts, jobs and schedules pages in a real browser (Debian's Chromium):
 // jobs run through a real worker and sends refused over HTTP fill a queue's last hour; the
-// overview and the queue's page draw it with uPlot, and what each chart was handed (its
-// figure's data-drawn, read back from the chart) equals GET /api/queues/:queue/series.
+// overview (every queue's from one GET /api/series a poll) and the queue's page draw it
+// with uPlot, and what each chart was handed (its figure's data-drawn, read back from the
+// chart) equals GET /api/queues/:queue/series.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -107,8 +108,18 @@ test("a queue's last hour: the overview's chart and the queue page's charts draw
   await sluice.queues.put('idle', {});
 
   const page = await signedIn(server.url);
+  const paths: string[] = [];
+  page.on('request', (request) => paths.push(new URL(request.url()).pathname));
   const card = '[data-queue="render"]';
   await chartMatches(page, server, 'render', card, 'load', ['running', 'cap', 'ready']);
+  // Each poll reads the queue list, then every queue's series in one request.
+  const polls = () => paths.filter((p) => p === '/api/queues').length;
+  await waitFor(() => polls() >= 3, { timeoutMs: 60_000, message: 'three polls of the overview', detail: () => paths });
+  const seriesReads = paths.filter((p) => p.endsWith('/series'));
+  assert.deepEqual(new Set(seriesReads), new Set(['/api/series']), 'no per-queue series read');
+  const between = paths.slice(paths.indexOf('/api/queues'), paths.lastIndexOf('/api/queues'));
+  assert.equal(between.filter((p) => p === '/api/series').length, between.filter((p) => p === '/api/queues').length,
+    `one series request a poll for ${await page.locator('[data-queue]').count()} queues`);
   assert.equal(await page.locator(`${card} figure[data-chart="load"] canvas`).count() > 0, true, 'uPlot drew a canvas');
   assert.equal(await text(page, `${card} [data-field="hour"]`), 'Last hour: 2 completed · 0 failed (retry) · 1 dead · 2 shed · 1 key-limited');
   assert.equal(await text(page, `${card} [data-field="shed"] dd`), '2');

@@ -1,8 +1,10 @@
-// The dashboard's data over HTTP: per-minute series, refusals of every process, the job
-// list with filters and paging, schedules with their next run; against a real server.
+// The dashboard's data over HTTP: per-minute series (a queue's, every queue's), refusals of
+// every process, the job list with filters and paging, schedules with their next run;
+// against a real server.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Sluice } from 'sluice';
+import { waitFor } from '@sluice/testkit';
 import { api, call, silent, startTestServer, type Answer } from './helpers.js';
 
 const server = await startTestServer();
@@ -64,6 +66,45 @@ test('series: exactly the minutes asked for, the current one last, with the coun
   const listed = await admin('GET', '/api/queues');
   const queue = listed.body.queues.find((q: { name: string }) => q.name === 'series');
   assert.deepEqual(queue.refusals, { shed: 2, keyLimited: 1 }, 'refusals of every process over the last hour');
+});
+
+test("every queue's series at once: for each queue what its own route answers; bad minutes refused", async () => {
+  await server.sluice.queues.put('all-a', { concurrency: 2 });
+  await server.sluice.queues.put('all-b', { maxPending: 1 });
+  await server.sluice.send('all-a', null);
+  await server.sluice.send('all-b', null);
+  await assert.rejects(server.sluice.send('all-b', null), { code: 'queue_full' });
+  const [job] = await server.sluice.claim('all-a');
+  await server.sluice.complete(job!.id, job!.leaseToken);
+  await server.sluice.counts.runOnce();
+  await server.sluice.runMaintenance();
+
+  // Read again when a minute turned between the answers compared (the clock is the database's).
+  let lastMinutes: string[] = [];
+  const { all, each } = await waitFor(async () => {
+    const all = await admin('GET', '/api/series?minutes=5');
+    assert.equal(all.status, 200, all.text);
+    const each: Record<string, Answer> = {};
+    for (const name of Object.keys(all.body.queues)) each[name] = await admin('GET', `/api/queues/${name}/series?minutes=5`);
+    lastMinutes = [all.body.queues['all-a'].at(-1).at, ...Object.values(each).map((a) => a.body.points.at(-1).at)];
+    return new Set(lastMinutes).size === 1 ? { all, each } : null;
+  }, { message: 'every answer to end on the same minute', detail: () => lastMinutes });
+  assert.equal(all.body.stepSeconds, 60);
+  const listed = (await admin('GET', '/api/queues')).body.queues.map((q: { name: string }) => q.name);
+  assert.deepEqual(Object.keys(all.body.queues).sort(), listed.sort(), 'every queue');
+  for (const [name, answer] of Object.entries(each)) {
+    assert.equal(answer.status, 200, answer.text);
+    assert.deepEqual(all.body.queues[name], answer.body.points, `${name}: as GET /api/queues/${name}/series answers`);
+  }
+  const total = (name: string, field: string) => all.body.queues[name].reduce((n: number, p: Record<string, number>) => n + p[field], 0);
+  assert.deepEqual([total('all-a', 'completions'), total('all-a', 'shed')], [1, 0]);
+  assert.deepEqual([total('all-b', 'completions'), total('all-b', 'shed')], [0, 1]);
+
+  assert.equal((await admin('GET', '/api/series')).body.queues['all-a'].length, 60, 'default 60 minutes');
+  assertValidation(await admin('GET', '/api/series?minutes=0'));
+  assertValidation(await admin('GET', '/api/series?minutes=181'));
+  assertValidation(await admin('GET', '/api/series?minutes=soon'));
+  assert.equal((await producer('GET', '/api/series')).status, 403, 'admin only');
 });
 
 test('jobs: each filter and all together, newest first, paged without gaps or repeats while jobs arrive', async () => {
@@ -146,7 +187,7 @@ test('schedules: each with its next run, as the cron reads it in its zone', asyn
 
 test('the OpenAPI document lists the dashboard routes with their answers', async () => {
   const doc = (await call(server.url, 'GET', '/openapi.json')).body;
-  for (const path of ['/api/queues/{queue}/series', '/api/jobs', '/api/schedules']) {
+  for (const path of ['/api/queues/{queue}/series', '/api/series', '/api/jobs', '/api/schedules']) {
     assert.ok(doc.paths[path]?.get?.responses?.['200'], `${path} documented`);
   }
   const params = doc.paths['/api/jobs'].get.parameters.map((p: { name: string }) => p.name).sort();

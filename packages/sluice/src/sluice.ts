@@ -443,6 +443,11 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     return this.seriesReader.series(queue, opts);
   }
 
+  /** series() of every queue, by queue name, read in one statement. */
+  seriesAll(opts?: { minutes?: number }): Promise<Map<string, QueueSeries>> {
+    return this.seriesReader.seriesAll(opts);
+  }
+
   /** Sends refused per queue over the last `minutes` (default 60), by every process. */
   refusals(opts?: { minutes?: number }): Promise<Map<string, { shed: number; keyLimited: number }>> {
     return this.seriesReader.refusals(opts);

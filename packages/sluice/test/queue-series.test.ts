@@ -167,6 +167,46 @@ test('the tick samples running against the cap, ready depth and lag into the cur
   ]);
 });
 
+test("seriesAll reads every queue's series at once: point for point what series() reads of each", async () => {
+  const clock = manualClock(new Date('2030-03-03T15:00:10Z'));
+  const sluice = await makeSluice({ now: clock.now });
+  const busy = uniqueQueue('all-busy');
+  const full = uniqueQueue('all-full');
+  await sluice.queues.put(busy, { concurrency: 2, maxAttempts: 2, backoff: { baseMs: 0, maxMs: 0, jitter: 0 } });
+  await sluice.queues.put(full, { maxPending: 1 });
+  // busy: three jobs, two claimed, one completed, one failing once; full: one sent, two shed.
+  await sluice.sendMany(busy, [{ data: 1 }, { data: 2 }, { data: 3 }]);
+  const [done, failing] = await sluice.claim(busy, { max: 2 });
+  await sluice.complete(done!.id, done!.leaseToken);
+  await sluice.fail(failing!.id, failing!.leaseToken, { message: 'once' });
+  await sluice.send(full, null);
+  await assert.rejects(sluice.send(full, null), QueueFullError);
+  await sluice.counts.runOnce();
+  await sluice.runMaintenance();
+  // Two minutes later full's job starts and ends; the minute between has no rows.
+  clock.advance(120_000);
+  const [late] = await sluice.claim(full);
+  await sluice.complete(late!.id, late!.leaseToken);
+  await sluice.counts.runOnce();
+  await sluice.runMaintenance();
+
+  const all = await sluice.seriesAll({ minutes: 4 });
+  const names = (await sluice.queues.list()).map((q) => q.name).sort();
+  assert.deepEqual([...all.keys()].sort(), names, 'every queue, idle ones included');
+  for (const [name, series] of all) assert.deepEqual(series, await sluice.series(name, { minutes: 4 }), `${name}: as series() reads it`);
+  const [a, b] = [all.get(busy)!.points, all.get(full)!.points];
+  assert.notDeepEqual(a, b, 'each queue its own figures');
+  assert.deepEqual(counters(a), { starts: 2, completions: 1, failures: 1, dead: 0, shed: 0, keyLimited: 0 });
+  assert.deepEqual(counters(b), { starts: 1, completions: 1, failures: 0, dead: 0, shed: 1, keyLimited: 0 });
+  assert.deepEqual(a.map((p) => [p.at.toISOString(), p.cap]), [
+    ['2030-03-03T14:59:00.000Z', null],
+    ['2030-03-03T15:00:00.000Z', 2],
+    ['2030-03-03T15:01:00.000Z', null],
+    ['2030-03-03T15:02:00.000Z', 2],
+  ], 'oldest first, the current minute last, a minute with no row as null gauges');
+  assert.equal((await sluice.seriesAll()).get(busy)!.points.length, 60, 'default 60 minutes');
+});
+
 test('the tick prunes figures older than seriesRetentionMinutes', async () => {
   const clock = manualClock(new Date('2030-03-04T00:00:00Z'));
   const sluice = await makeSluice({ now: clock.now, seriesRetentionMinutes: 10 });
@@ -186,6 +226,7 @@ test('the tick prunes figures older than seriesRetentionMinutes', async () => {
 test('series and job lists refuse bad input with a ValidationError', async () => {
   const sluice = await makeSluice();
   for (const minutes of [0, 181, 1.5]) await assert.rejects(sluice.series('q', { minutes }), ValidationError);
+  for (const minutes of [0, 181, 1.5]) await assert.rejects(sluice.seriesAll({ minutes }), ValidationError);
   await assert.rejects(sluice.series('bad name'), ValidationError);
   await assert.rejects(sluice.listJobs({ state: 'sleeping' as never }), ValidationError);
   await assert.rejects(sluice.listJobs({ limit: 501 }), ValidationError);

@@ -1,8 +1,8 @@
-/** Admin endpoints for queues: list with live counts, read, put a policy, pause/resume, throughput, series. */
+/** Admin endpoints for queues: list with live counts, read, put a policy, pause/resume, throughput, series (one queue's or all). */
 import type { FastifyInstance } from 'fastify';
 import { QueueNotFoundError, type Queue, type QueuePolicy, type Sluice } from 'sluice';
 import type { RouteContext } from '../context.js';
-import { policyBody, queueListResponse, queueParams, queueResponse, queueViewResponse, seriesQuery, seriesResponse, throughputQuery } from '../schemas.js';
+import { allSeriesResponse, policyBody, queueListResponse, queueParams, queueResponse, queueViewResponse, seriesQuery, seriesResponse, throughputQuery } from '../schemas.js';
 
 /** Sends refused per queue over the last hour, by every process (the database's per-minute counts). */
 function refusalsByQueue(sluice: Sluice): Promise<Map<string, { shed: number; keyLimited: number }>> {
@@ -100,6 +100,23 @@ export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteCo
     async (request) => {
       if (!(await sluice.queues.get(request.params.queue))) throw new QueueNotFoundError(request.params.queue);
       return sluice.series(request.params.queue, { minutes: request.query.minutes ?? 60 });
+    },
+  );
+
+  app.get<{ Querystring: { minutes?: number } }>(
+    '/api/series',
+    {
+      onRequest: adminAuth,
+      schema: {
+        tags: ['admin'],
+        summary: "Every queue's per-minute figures over the last minutes (default 60), as GET /api/queues/:queue/series gives each, read at once",
+        querystring: seriesQuery,
+        response: { 200: allSeriesResponse },
+      },
+    },
+    async (request) => {
+      const all = await sluice.seriesAll({ minutes: request.query.minutes ?? 60 });
+      return { stepSeconds: 60, queues: Object.fromEntries([...all].map(([name, series]) => [name, series.points])) };
     },
   );
 }

@@ -59,6 +59,19 @@ CROSS JOIN LATERAL generate_series(t.last - make_interval(mins => $3::integer - 
 LEFT JOIN :SCHEMA.queue_minute m ON m.queue = $1 AND m.minute = g.minute
 ORDER BY g.minute;
 
+-- name: QueueSeriesAll
+-- QueueSeries for every queue at once (one statement for the dashboard's overview): the
+-- last $2 minutes of each queue, by queue name, then oldest first.
+SELECT q.name AS queue, g.minute AS at,
+  coalesce(m.starts, 0) AS starts, coalesce(m.completions, 0) AS completions, coalesce(m.failures, 0) AS failures,
+  coalesce(m.dead, 0) AS dead, coalesce(m.shed, 0) AS shed, coalesce(m.key_limited, 0) AS key_limited,
+  m.running, m.cap, m.ready, m.lag_ms
+FROM (SELECT date_trunc('minute', coalesce($1::timestamptz, now())) AS last) t
+CROSS JOIN LATERAL generate_series(t.last - make_interval(mins => $2::integer - 1), t.last, interval '1 minute') AS g(minute)
+CROSS JOIN :SCHEMA.queue q
+LEFT JOIN :SCHEMA.queue_minute m ON m.queue = q.name AND m.minute = g.minute
+ORDER BY q.name, g.minute;
+
 -- name: QueueRefusals
 -- Sends refused per queue over the last $2 minutes, the current one included.
 SELECT queue, sum(shed)::bigint AS shed, sum(key_limited)::bigint AS key_limited

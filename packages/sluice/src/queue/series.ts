@@ -1,7 +1,7 @@
 /**
- * Reading the per-minute figures (`queue_minute`): a queue's series, and the refused sends
- * of every queue over recent minutes. Written by counts.ts (counters) and the
- * maintenance tick (gauges).
+ * Reading the per-minute figures (`queue_minute`): a queue's series, every queue's at
+ * once, and the refused sends of every queue over recent minutes. Written by counts.ts
+ * (counters) and the maintenance tick (gauges).
  */
 import type { Db } from '../db/db.js';
 import type { Counts } from './counts.js';
@@ -40,6 +40,21 @@ export interface QueueSeries {
 const num = (v: unknown) => Number(v);
 const orNull = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
+/** A row of QueueSeries or QueueSeriesAll as a point. */
+const toPoint = (r: Record<string, unknown>): SeriesPoint => ({
+  at: r.at as Date,
+  running: orNull(r.running),
+  cap: orNull(r.cap),
+  ready: orNull(r.ready),
+  lagMs: orNull(r.lag_ms),
+  starts: num(r.starts),
+  completions: num(r.completions),
+  failures: num(r.failures),
+  dead: num(r.dead),
+  shed: num(r.shed),
+  keyLimited: num(r.key_limited),
+});
+
 export class Series {
   constructor(
     private readonly db: Db,
@@ -53,20 +68,23 @@ export class Series {
     const count = validateInt(minutes, 'minutes', { min: 1, max: MAX_SERIES_MINUTES }) ?? 60;
     await this.ready();
     const rows = await this.db.run('QueueSeries', [queue, this.config.now(), count]);
-    const points = rows.map((r) => ({
-      at: r.at,
-      running: orNull(r.running),
-      cap: orNull(r.cap),
-      ready: orNull(r.ready),
-      lagMs: orNull(r.lag_ms),
-      starts: num(r.starts),
-      completions: num(r.completions),
-      failures: num(r.failures),
-      dead: num(r.dead),
-      shed: num(r.shed),
-      keyLimited: num(r.key_limited),
-    }));
-    return { queue, stepSeconds: 60, points };
+    return { queue, stepSeconds: 60, points: rows.map(toPoint) };
+  }
+
+  /**
+   * series() of every queue, by queue name, read in one statement: the dashboard's
+   * overview polls them all at once.
+   */
+  async seriesAll({ minutes }: { minutes?: number } = {}): Promise<Map<string, QueueSeries>> {
+    const count = validateInt(minutes, 'minutes', { min: 1, max: MAX_SERIES_MINUTES }) ?? 60;
+    await this.ready();
+    const byQueue = new Map<string, QueueSeries>();
+    for (const r of await this.db.run('QueueSeriesAll', [this.config.now(), count])) {
+      let series = byQueue.get(r.queue);
+      if (!series) byQueue.set(r.queue, (series = { queue: r.queue, stepSeconds: 60, points: [] }));
+      series.points.push(toPoint(r));
+    }
+    return byQueue;
   }
 
   /**
