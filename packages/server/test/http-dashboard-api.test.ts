@@ -96,7 +96,7 @@ test("every queue's series at once: for each queue what its own route answers; b
     assert.equal(answer.status, 200, answer.text);
     assert.deepEqual(all.body.queues[name], answer.body.points, `${name}: as GET /api/queues/${name}/series answers`);
   }
-  const total = (name: string, field: string) => all.body.queues[name].reduce((n: number, p: Record<string, number>) => n + p[field], 0);
+  const total = (name: string, field: string) => all.body.queues[name].reduce((n: number, p: Record<string, number>) => n + p[field]!, 0);
   assert.deepEqual([total('all-a', 'completions'), total('all-a', 'shed')], [1, 0]);
   assert.deepEqual([total('all-b', 'completions'), total('all-b', 'shed')], [0, 1]);
 
