@@ -5,7 +5,7 @@
  * and stops the workers when the server drains. `main.ts` (what `npm start` runs) composes
  * it with the server. The server knows nothing of missions; the dependency points one way.
  */
-import { LlmSaboteur, type EngineOptions } from '@sluice/proof';
+import { LlmSaboteur, MAX_PROOF_REPETITIONS, type EngineOptions } from '@sluice/proof';
 import { ConfigError, type AppPlugin, type ServerExtension } from '@sluice/server';
 import { CATALOG } from './catalog/index.js';
 import { HOST_CORES, type MissionsConfigInput, type ModelLimits } from './config.js';
@@ -28,6 +28,8 @@ export interface PlatformSettings {
   /** Proof and grading jobs at once across the cluster; default the host's cores. */
   proofConcurrency: number;
   gradingConcurrency: number;
+  /** How many times a proof runs each side (the engine's `proofRepetitions`); undefined: its default. */
+  proofRepetitions: number | undefined;
   /** The model provider's limits, on the generation queue. */
   model: ModelLimits;
   /** The database proofs of SQL missions create their disposable databases on; default the server's. */
@@ -42,7 +44,8 @@ Missions platform (environment):
   SLUICE_MISSIONS_REFILL_TARGET         approved + pending missions kept per domain (default 5)
   SLUICE_MISSIONS_REFILL_CRON           when the refill runs, or "off" (default */5 * * * *)
   SLUICE_MISSIONS_DOMAIN_MAP            role → domains JSON file (default packages/missions/config/domain-map.json)
-  SLUICE_MISSIONS_PROOF_CONCURRENCY     proofs running at once, each a test suite (default: the host's cores)
+  SLUICE_MISSIONS_PROOF_CONCURRENCY     suite runs at once across proofs (default: the host's cores)
+  SLUICE_MISSIONS_PROOF_REPETITIONS     times a proof runs gold and the bug, to find flaky suites (default 3, at most ${MAX_PROOF_REPETITIONS})
   SLUICE_MISSIONS_GRADING_CONCURRENCY   gradings running at once (default: the host's cores)
   SLUICE_MISSIONS_GENERATIONS_PER_MINUTE   generations started per minute at most, across processes (default: no limit)
   SLUICE_MISSIONS_MODEL_TOKENS_PER_MINUTE  the model's tokens per minute, a budget across processes (default: no limit)
@@ -67,6 +70,14 @@ function optionalPositive(value: string | undefined, name: string): number | nul
   return value === undefined || value === '' ? null : positive(value, name, 1);
 }
 
+function repetitions(value: string | undefined): number | undefined {
+  const n = optionalPositive(value, 'SLUICE_MISSIONS_PROOF_REPETITIONS');
+  if (n !== null && n > MAX_PROOF_REPETITIONS) {
+    throw new ConfigError(`SLUICE_MISSIONS_PROOF_REPETITIONS must be at most ${MAX_PROOF_REPETITIONS}, got "${value}"`);
+  }
+  return n ?? undefined;
+}
+
 function flag(value: string | undefined, name: string): boolean {
   if (value === undefined || value === '' || value === '0') return false;
   if (value === '1') return true;
@@ -83,6 +94,7 @@ export function loadPlatformSettings(env: NodeJS.ProcessEnv): PlatformSettings {
     refillCron: cron === 'off' ? null : cron || '*/5 * * * *',
     domainMapPath: env.SLUICE_MISSIONS_DOMAIN_MAP || undefined,
     proofConcurrency: positive(env.SLUICE_MISSIONS_PROOF_CONCURRENCY, 'SLUICE_MISSIONS_PROOF_CONCURRENCY', HOST_CORES),
+    proofRepetitions: repetitions(env.SLUICE_MISSIONS_PROOF_REPETITIONS),
     gradingConcurrency: positive(env.SLUICE_MISSIONS_GRADING_CONCURRENCY, 'SLUICE_MISSIONS_GRADING_CONCURRENCY', HOST_CORES),
     model: {
       generationsPerMinute: optionalPositive(env.SLUICE_MISSIONS_GENERATIONS_PER_MINUTE, 'SLUICE_MISSIONS_GENERATIONS_PER_MINUTE'),
@@ -117,7 +129,10 @@ export function missionsExtension(settings: PlatformSettings, overrides: { gener
     async start({ sluice, databaseUrl, print }) {
       const domainMap = settings.domainMapPath ? DomainMap.load(settings.domainMapPath) : DomainMap.load();
       // A proof makes several suite runs (repetitions, isolation, a rewrite): together they stay within the proof cap.
-      const engine: EngineOptions = overrides.engine ?? { database: { adminUrl: settings.proofAdminUrl ?? databaseUrl }, maxParallelRuns: settings.proofConcurrency };
+      const engine: EngineOptions = {
+        ...(overrides.engine ?? { database: { adminUrl: settings.proofAdminUrl ?? databaseUrl }, maxParallelRuns: settings.proofConcurrency }),
+        ...(settings.proofRepetitions !== undefined ? { proofRepetitions: settings.proofRepetitions } : {}),
+      };
       const sandbox = await probeSandbox(engine);
       // Without a sandbox only SQL challenges can be proven (they run inside PostgreSQL):
       // the offline generator draws from those rather than fail every other generation.

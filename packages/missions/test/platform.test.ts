@@ -129,7 +129,8 @@ test('without bubblewrap: a clear warning at start, the status says why, generat
   const db = await createTestDatabase();
   const lines: string[] = [];
   const config = loadConfig(['--port', '0', '--no-demo-queue'], { DATABASE_URL: db.url, SLUICE_DATA_DIR: join(dataDir, 'no-bwrap') });
-  const settings = loadPlatformSettings({ SLUICE_MISSIONS_GENERATION_DELAY_MS: '0', SLUICE_MISSIONS_REFILL_CRON: 'off' });
+  const settings = loadPlatformSettings({ SLUICE_MISSIONS_GENERATION_DELAY_MS: '0', SLUICE_MISSIONS_REFILL_CRON: 'off', SLUICE_MISSIONS_PROOF_REPETITIONS: '2' });
+  assert.throws(() => loadPlatformSettings({ SLUICE_MISSIONS_PROOF_REPETITIONS: '21' }), /at most 20/);
   const noBubblewrap = { ...engine('sluice_missions_t_platform'), sandbox: 'auto' as const, allowUnsandboxed: false, bubblewrapPath: '/nonexistent/bwrap' };
   const server = await startServer({ ...config, logLevel: 'warn' }, (line) => lines.push(line), { extensions: [missionsExtension(settings, { engine: noBubblewrap })] });
   try {
@@ -151,6 +152,7 @@ test('without bubblewrap: a clear warning at start, the status says why, generat
     assert.equal(progress.state, 'proven', JSON.stringify(progress));
     const mission = await call(server.url, tokens.adminToken, 'GET', `/api/missions/${progress.missionId}`);
     assert.equal(mission.body.language, 'sql');
+    assert.match(mission.body.proof.summary, /each side 2× with its own seed/, 'the proof ran the repetitions the setting asked for');
   } finally {
     await server.close();
     await db.drop();

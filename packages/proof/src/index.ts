@@ -19,4 +19,5 @@ export type * from './types.js';
 export { LANGUAGES } from './types.js';
 export { Semaphore } from './semaphore.js';
 export type { EngineOptions, DatabaseOptions, Logger } from './options.js';
+export { MAX_PROOF_REPETITIONS } from './options.js';
 export { describeBounds, sweepStaleRunGroups, type RunBounds } from './sandbox/resolve.js';
