@@ -198,17 +198,12 @@ export async function traceSettleOne<R extends { queue: string }>(id: string, ou
     kind: SpanKind.CLIENT,
     attributes: { [ATTR.system]: 'sluice', [ATTR.operationType]: 'settle', [ATTR.operationName]: 'settle', [ATTR.messageId]: id, [ATTR.outcome]: outcome },
   });
-  let written: R;
-  try {
-    written = await activeIn(span, fn);
-  } catch (err) {
-    endSpan(span, err);
-    throw err;
-  }
-  span.updateName(`settle ${written.queue}`);
-  span.setAttribute(ATTR.destination, written.queue);
-  span.end();
-  return written;
+  return runIn(span, async () => {
+    const written = await fn();
+    span.updateName(`settle ${written.queue}`);
+    span.setAttribute(ATTR.destination, written.queue);
+    return written;
+  });
 }
 
 /** Runs `fn` with `span` active (as `activeIn`) and ends the span, failed if `fn` throws; without a span, just `fn`. */
