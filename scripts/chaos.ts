@@ -27,7 +27,12 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log(readFileSync(new URL(import.meta.url), 'utf8').split('\n').filter((l) => l.startsWith('//')).join('\n'));
+  console.log(
+    readFileSync(new URL(import.meta.url), 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('//'))
+      .join('\n'),
+  );
   process.exit(0);
 }
 const num = (v: string | undefined, d: number) => (v === undefined ? d : Number(v));
@@ -46,6 +51,13 @@ const report = await runChaos({
 });
 console.log(JSON.stringify(report, null, 2));
 const keyCapBroken = report.perKeyLimit !== null && report.maxKeyOverlap > report.perKeyLimit;
-const broken = report.lost > 0 || report.staleCompletions > 0 || report.maxOverlap > report.cap || keyCapBroken || report.activeAtEnd > 0 || report.slotsHeldAtEnd > 0 || report.orphanRuns > 0;
+const broken =
+  report.lost > 0 ||
+  report.staleCompletions > 0 ||
+  report.maxOverlap > report.cap ||
+  keyCapBroken ||
+  report.activeAtEnd > 0 ||
+  report.slotsHeldAtEnd > 0 ||
+  report.orphanRuns > 0;
 console.log(broken ? 'FAILED: a guarantee was broken' : 'ok: 0 lost, 0 stale completions, caps held, nothing left active, every slot free');
 process.exit(broken ? 1 : 0);

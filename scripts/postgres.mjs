@@ -21,7 +21,6 @@ async function dropRunDatabases(url, runId) {
   }
 }
 
-
 // `durable: true` (benchmarks) keeps PostgreSQL's stock fsync / synchronous_commit /
 // full_page_writes; the default trades them for speed, which only tests may do.
 export async function startPostgres({ log = console.error, durable = false } = {}) {

@@ -102,10 +102,11 @@ export interface Adapter {
   /** Version of the system under test. */
   version(): string;
   /**
-   * Variants this run should measure. `cap` is `--cap` (Sluice); `extended` is set by
-   * `--peers`, which adds the variants of the extra workload families.
+   * Variants this run should measure. `cap` is `--cap` and `durability` `--durability`
+   * (Sluice); `extended` is set by `--peers`, which adds the variants of the extra
+   * workload families.
    */
-  variants(selection: { cap: string[]; extended: boolean }): string[];
+  variants(selection: { cap: string[]; durability: string[]; extended: boolean }): string[];
   /** What a variant measures and what it cannot express. */
   plan(variant: string, options: AdapterOptions): VariantPlan;
   /** Workload families the system cannot express, with the reason (reported as n/a). */

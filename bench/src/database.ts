@@ -18,7 +18,7 @@ export interface Server {
 }
 
 interface StartPostgres {
-  startPostgres(opts: { durable: boolean; log: (msg: string) => void }): Promise<{ url: string; stop(): Promise<void> }>;
+  startPostgres: (opts: { durable: boolean; log: (msg: string) => void }) => Promise<{ url: string; stop(): Promise<void> }>;
 }
 
 export async function provideServer(): Promise<Server> {
@@ -29,7 +29,9 @@ export async function provideServer(): Promise<Server> {
   const scripts = new URL('../../scripts/postgres.mjs', import.meta.url).href;
   const { startPostgres } = (await import(scripts)) as StartPostgres;
   const server = await startPostgres({ durable: true, log: (msg) => log(msg.replace(/^# /, '')) });
-  const source = process.env.TEST_DATABASE_URL ? 'TEST_DATABASE_URL' : 'embedded PostgreSQL started by the bench, stock durability settings';
+  const source = process.env.TEST_DATABASE_URL
+    ? 'TEST_DATABASE_URL'
+    : 'embedded PostgreSQL started by the bench, stock durability settings';
   return { adminUrl: server.url, source, stop: () => server.stop() };
 }
 

@@ -40,6 +40,6 @@ process.on('message', (msg: ToHttpServer) => {
       process.exit(1);
     });
   } else {
-    stop().finally(() => send({ type: 'stopped', peakRssKb: peakRssKb() }, () => process.exit(0)));
+    void stop().finally(() => send({ type: 'stopped', peakRssKb: peakRssKb() }, () => process.exit(0)));
   }
 });

@@ -13,7 +13,11 @@ import { entry, EXEC_ARGV } from './entries.js';
 
 const SERVER_ENTRY = entry('http-server');
 
-function waitFor<T extends FromHttpServer['type']>(child: ReturnType<typeof fork>, type: T, timeoutMs: number): Promise<Extract<FromHttpServer, { type: T }>> {
+function waitFor<T extends FromHttpServer['type']>(
+  child: ReturnType<typeof fork>,
+  type: T,
+  timeoutMs: number,
+): Promise<Extract<FromHttpServer, { type: T }>> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => done(new Error(`HTTP server: no "${type}" within ${timeoutMs} ms`)), timeoutMs);
     const onMessage = (msg: FromHttpServer): void => {

@@ -19,6 +19,7 @@ import { commandLine, resultsRegion, writeResultsRegion } from './docs.js';
 import { estimateSeconds } from './estimate.js';
 import { markdown, medians, otherActivity, problems, type CaseResult, type Run } from './report.js';
 import { log, now, round } from './util.js';
+import { startPgBouncer } from '@sluice/testkit';
 import { COMPILED, entry, EXEC_ARGV } from './entries.js';
 
 const BENCH_DIR = fileURLToPath(new URL('..', import.meta.url));
@@ -45,7 +46,11 @@ function loaderRssMb(): number | null {
   if (COMPILED) return 0;
   try {
     const rss = (args: string[]): number =>
-      Number(execFileSync(process.execPath, [...args, '-e', 'process.stdout.write(String(process.memoryUsage().rss))'], { cwd: BENCH_DIR }).toString());
+      Number(
+        execFileSync(process.execPath, [...args, '-e', 'process.stdout.write(String(process.memoryUsage().rss))'], {
+          cwd: BENCH_DIR,
+        }).toString(),
+      );
     return round((rss(EXEC_ARGV) - rss([])) / 2 ** 20, 1);
   } catch {
     return null;
@@ -96,7 +101,7 @@ async function main(opts: Options): Promise<number> {
   const loaded = await Promise.all(opts.systems.map(loadAdapter));
   const allCases = loaded.flatMap((adapter) => {
     // --variants picks from every variant, as --peers would list them.
-    const variants = adapter.variants({ cap: opts.cap, extended: opts.extended || opts.variants !== null });
+    const variants = adapter.variants({ cap: opts.cap, durability: opts.durability, extended: opts.extended || opts.variants !== null });
     return variants
       .filter((v) => !opts.variants || opts.variants.includes(v))
       .map((variant) => ({ adapter, variant, plan: adapter.plan(variant, opts.adapter) }));
@@ -105,7 +110,14 @@ async function main(opts: Options): Promise<number> {
   // A variant that can run none of the selected phases is reported (n/a, with reasons), not run.
   const cases = allCases.filter((c) => c.plan.phases.some((ph) => opts.workload.phases.includes(ph)));
   log(`cases: ${cases.map((c) => `${c.adapter.name}:${c.variant}`).join(', ')}`);
-  log(`estimated duration: about ${Math.ceil(estimateSeconds(cases.map((c) => c.plan), opts) / 60)} min on an idle 2-core machine`);
+  log(
+    `estimated duration: about ${Math.ceil(
+      estimateSeconds(
+        cases.map((c) => c.plan),
+        opts,
+      ) / 60,
+    )} min on an idle 2-core machine`,
+  );
   if (opts.dryRun) return 0;
 
   const server = await provideServer();
@@ -121,12 +133,14 @@ async function main(opts: Options): Promise<number> {
     for (let round = 1; round <= opts.rounds; round++) {
       for (const { adapter, variant } of cases) {
         log(`round ${round}/${opts.rounds}: ${adapter.name} ${variant} (load average ${loadavg().join(' / ')})`);
-        const databaseUrl = await resetDatabase(server.adminUrl, opts.dbName);
+        const directUrl = await resetDatabase(server.adminUrl, opts.dbName);
+        const bouncer = opts.pgbouncerPool === null ? null : await startPgBouncer(directUrl, { poolSize: opts.pgbouncerPool });
         const spec: RunSpec = {
           system: adapter.name,
           variant,
           round,
-          databaseUrl,
+          databaseUrl: bouncer?.url ?? directUrl,
+          monitorUrl: directUrl,
           dbName: opts.dbName,
           workload: opts.workload,
           options: opts.adapter,
@@ -135,7 +149,10 @@ async function main(opts: Options): Promise<number> {
           setupSql: opts.setupSql,
           maxLifeMs: opts.runTimeoutS * 1000,
         };
-        const result = await runOnce(spec, { system: adapter.name, variant, round, label: adapter.label(variant, opts.adapter) });
+        const result = await runOnce(spec, { system: adapter.name, variant, round, label: adapter.label(variant, opts.adapter) }).finally(
+          () => bouncer?.stop(),
+        );
+        if (bouncer) result.pgbouncer_pool = opts.pgbouncerPool;
         result.other_activity_pct_of_one_core = otherActivity(result);
         appendFileSync(rawFile, `${JSON.stringify(result)}\n`);
         runs.get(`${adapter.name}:${variant}`)!.push(result);

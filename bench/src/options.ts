@@ -47,6 +47,8 @@ export interface Options {
   workload: Workload;
   systems: string[];
   cap: string[];
+  /** Sluice: the queues' durability, each given value a variant of its own (`--durability`). */
+  durability: string[];
   /** Run every variant (workload family) of each system (`--peers`). */
   extended: boolean;
   /** Only these variants, when given (`--variants`). */
@@ -70,6 +72,8 @@ export interface Options {
   setupSql: { file: string; sql: string } | null;
   runTimeoutS: number;
   outDir: string;
+  /** Sluice through PgBouncer in transaction mode with this many server connections, or null (`--pgbouncer-pool`). */
+  pgbouncerPool: number | null;
 }
 
 export const USAGE = `Usage: npm run bench [-w bench] -- [options]
@@ -80,7 +84,7 @@ Server: DATABASE_URL when set (the database --db-name on it is dropped and re-cr
 before every run), otherwise an embedded PostgreSQL with stock durability settings.
 
   --peers                  the side-by-side run: every system (sluice, pgboss, graphile,
-                           bullmq-pg), every workload family and phase; regenerates the
+                           bullmq-pg, and bullmq-redis where a redis-server runs), every workload family and phase; regenerates the
                            results region of docs/PERFORMANCE.md (only when not narrowed
                            by --quick, --tiny, --systems, --variants or --phases)
   --quick                  1 round of smaller sizes: a sanity run of a few minutes
@@ -91,6 +95,8 @@ before every run), otherwise an embedded PostgreSQL with stock durability settin
   --variants=LIST          only these variants, e.g. cap-on,batching,defaults
   --cap=off,on             Sluice: without and/or with a global cap
   --cap-limit=40           the global cap of the cap variants
+  --durability=flush       Sluice: flush and/or async commits (async: variants cap-off-async,
+                           cap-on-async; default flush, flush,async with --peers)
   --keys=100 --per-key-limit=1   per-key variants: keys, and running jobs allowed per key
   --notify=on              Sluice: LISTEN/NOTIFY wake-ups (off: polling only)
   --rate-limit=COUNT/MS    Sluice: a rateLimit of COUNT starts per MS on every variant's
@@ -119,11 +125,14 @@ before every run), otherwise an embedded PostgreSQL with stock durability settin
   --keep-db                keep it after the last run (to inspect plans)
   --run-timeout-s=600      one run (one case, one round) is killed after this long
   --out-dir=bench/results  raw JSON and the Markdown report are also written here
+  --pgbouncer-pool=N       Sluice only: producer and workers connect through PgBouncer in
+                           transaction mode (Debian's /usr/sbin/pgbouncer) with N server
+                           connections; notifications off (polling)
 `;
 
 const BENCH_DIR = fileURLToPath(new URL('..', import.meta.url));
 const REPO_DIR = fileURLToPath(new URL('../..', import.meta.url));
-const ALL_SYSTEMS = 'sluice,pgboss,graphile,bullmq-pg';
+const ALL_SYSTEMS = 'sluice,pgboss,graphile,bullmq-pg,bullmq-redis';
 
 const WORKLOAD_DEFAULTS: Omit<Workload, 'phases' | 'analyzeAfterFill'> = {
   enqueueSeq: 10_000,
@@ -181,6 +190,7 @@ const OPTIONS = {
   systems: { type: 'string' },
   variants: { type: 'string' },
   cap: { type: 'string' },
+  durability: { type: 'string' },
   'cap-limit': { type: 'string' },
   keys: { type: 'string' },
   'per-key-limit': { type: 'string' },
@@ -200,6 +210,7 @@ const OPTIONS = {
   'keep-db': { type: 'boolean' },
   'run-timeout-s': { type: 'string' },
   'out-dir': { type: 'string' },
+  'pgbouncer-pool': { type: 'string' },
   ...Object.fromEntries(numeric.map((k) => [kebab(k), { type: 'string' as const }])),
 } as const satisfies Record<string, { type: 'string' | 'boolean'; short?: string }>;
 
@@ -235,7 +246,12 @@ export function parseOptions(argv: string[]): Options | 'help' {
   const sized = tiny ? TINY : quick ? QUICK : {};
   for (const key of numeric) {
     const fallback = sized[key] ?? WORKLOAD_DEFAULTS[key];
-    workload[key] = int(kebab(key), raw[kebab(key)], fallback, ['enqueueSeq', 'enqueueBatchJobs', 'backlogFinished', 'backlogScheduled'].includes(key) ? 0 : 1);
+    workload[key] = int(
+      kebab(key),
+      raw[kebab(key)],
+      fallback,
+      ['enqueueSeq', 'enqueueBatchJobs', 'backlogFinished', 'backlogScheduled'].includes(key) ? 0 : 1,
+    );
   }
   if (workload.batchSize > 10_000) throw new Error('--batch-size must be at most 10000 (the sendMany limit)');
   workload.phases = list(values.phases ?? (peers ? PHASES : BASIC_PHASES).join(',')).map((p) => {
@@ -248,8 +264,15 @@ export function parseOptions(argv: string[]): Options | 'help' {
   if (!/^[a-z_][a-z0-9_]*$/.test(dbName) || !dbName.includes('bench')) {
     throw new Error(`--db-name must be a lower-case identifier containing "bench" (it is dropped and re-created), got "${dbName}"`);
   }
-  const notify = values.notify ?? 'on';
+  const pgbouncerPool = values['pgbouncer-pool'] === undefined ? null : int('pgbouncer-pool', values['pgbouncer-pool'], 0);
+  if (pgbouncerPool !== null && (values.systems ?? (peers ? ALL_SYSTEMS : 'sluice')) !== 'sluice') {
+    // The peers keep LISTEN sessions or session locks, which transaction mode does not carry.
+    throw new Error('--pgbouncer-pool measures Sluice only: give --systems=sluice');
+  }
+  // Behind PgBouncer in transaction mode no session survives a transaction: polling alone.
+  const notify = values.notify ?? (pgbouncerPool === null ? 'on' : 'off');
   if (notify !== 'on' && notify !== 'off') throw new Error(`--notify takes on or off, got "${notify}"`);
+  if (pgbouncerPool !== null && notify === 'on') throw new Error('--notify=on cannot work behind PgBouncer in transaction mode');
   const rateMatch = values['rate-limit'] === undefined ? null : /^(\d+)\/(\d+)$/.exec(values['rate-limit']);
   if (values['rate-limit'] !== undefined && !rateMatch) throw new Error(`--rate-limit takes COUNT/MS, got "${values['rate-limit']}"`);
   if (values.pgbench && values['no-pgbench']) throw new Error('give --pgbench or --no-pgbench, not both');
@@ -263,6 +286,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
     workload,
     systems: list(values.systems ?? (peers ? ALL_SYSTEMS : 'sluice')),
     cap: list(values.cap ?? 'off,on'),
+    durability: list(values.durability ?? (peers ? 'flush,async' : 'flush')),
     extended: peers,
     variants: values.variants ? list(values.variants) : null,
     quick,
@@ -286,9 +310,13 @@ export function parseOptions(argv: string[]): Options | 'help' {
     setupSql: values['setup-sql'] ? { file: resolve(values['setup-sql']), sql: readFileSync(resolve(values['setup-sql']), 'utf8') } : null,
     runTimeoutS: int('run-timeout-s', values['run-timeout-s'], 600),
     outDir: values['out-dir'] ? resolve(values['out-dir']) : `${BENCH_DIR}results`,
+    pgbouncerPool,
   };
 }
 
 function list(s: string): string[] {
-  return s.split(',').map((x) => x.trim()).filter(Boolean);
+  return s
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
 }

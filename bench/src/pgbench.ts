@@ -15,8 +15,7 @@ import { log } from './util.js';
 const run = promisify(execFile);
 
 export type PgbenchResult =
-  | { skipped: string }
-  | { binary: string; script: string; seconds: number; tps_1_client: number; tps_10_clients: number };
+  { skipped: string } | { binary: string; script: string; seconds: number; tps_1_client: number; tps_10_clients: number };
 
 const SCRIPT = `\\set aid random(1, 100000)
 UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;
@@ -32,7 +31,8 @@ function findBinary(major: string): string | null {
 export async function pgbenchReference(adminUrl: string, serverVersion: string, dbName: string, seconds: number): Promise<PgbenchResult> {
   const major = serverVersion.split('.')[0] ?? '';
   const binary = findBinary(major);
-  if (!binary) return { skipped: `pgbench not found (/usr/lib/postgresql/${major}/bin/pgbench; Debian: apt-get install postgresql-client-${major})` };
+  if (!binary)
+    return { skipped: `pgbench not found (/usr/lib/postgresql/${major}/bin/pgbench; Debian: apt-get install postgresql-client-${major})` };
   const name = `${dbName}_pgbench`;
   const dir = mkdtempSync(join(tmpdir(), 'sluice-pgbench-'));
   const scriptFile = join(dir, 'update.sql');
@@ -42,7 +42,18 @@ export async function pgbenchReference(adminUrl: string, serverVersion: string, 
     log(`pgbench: initialising ${name} (scale 1: 100,000 accounts)`);
     await run(binary, ['-i', '-q', '-s', '1', url]);
     const tps = async (clients: number): Promise<number> => {
-      const { stdout } = await run(binary, ['-n', '-f', scriptFile, '-c', String(clients), '-j', String(Math.min(clients, 2)), '-T', String(seconds), url]);
+      const { stdout } = await run(binary, [
+        '-n',
+        '-f',
+        scriptFile,
+        '-c',
+        String(clients),
+        '-j',
+        String(Math.min(clients, 2)),
+        '-T',
+        String(seconds),
+        url,
+      ]);
       const m = /tps = ([\d.]+) \(without initial connection time\)/.exec(stdout);
       if (!m) throw new Error(`unexpected pgbench output:\n${stdout}`);
       log(`pgbench: ${clients} client(s): ${m[1]} tps`);

@@ -146,7 +146,8 @@ export async function admissionPhase(ctx: RunContext, queueOff: string, queueOn:
   const durations: Record<'off' | 'on', number[]> = { off: [], on: [] };
   const queues = { off: queueOff, on: queueOn };
   // Warm both paths (connections, plans) before measuring.
-  for (const which of ['off', 'on'] as const) for (let i = 0; i < 20; i++) await admission.send(queues[which], { i: -1 - i }, `k${i % keys}`);
+  for (const which of ['off', 'on'] as const)
+    for (let i = 0; i < 20; i++) await admission.send(queues[which], { i: -1 - i }, `k${i % keys}`);
   for (let done = 0; done < n; done += block) {
     for (const which of ['off', 'on'] as const) {
       for (let i = done; i < Math.min(n, done + block); i++) {

@@ -53,16 +53,16 @@ export interface WorkerReport {
 
 export type ToWorker = { type: 'init'; spec: WorkerSpec } | { type: 'go' } | { type: 'stop' };
 export type FromWorker =
-  | { type: 'ready' }
-  | { type: 'progress'; count: number }
-  | { type: 'done'; report: WorkerReport }
-  | { type: 'failed'; error: string };
+  { type: 'ready' } | { type: 'progress'; count: number } | { type: 'done'; report: WorkerReport } | { type: 'failed'; error: string };
 
 export interface RunSpec {
   system: string;
   variant: string;
   round: number;
+  /** What the producer and the workers connect to: the database, or PgBouncer in front of it. */
   databaseUrl: string;
+  /** The database itself, for the run's own readings (CPU scope, setup SQL). */
+  monitorUrl: string;
   dbName: string;
   workload: Workload;
   options: AdapterOptions;

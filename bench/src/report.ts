@@ -126,7 +126,8 @@ export function problems(cases: CaseResult[]): string[] {
   return out;
 }
 
-const num = (x: unknown): string => (typeof x === 'number' && Number.isFinite(x) ? (x < 100 ? String(Math.round(x * 10) / 10) : Math.round(x).toLocaleString('en-US')) : '–');
+const num = (x: unknown): string =>
+  typeof x === 'number' && Number.isFinite(x) ? (x < 100 ? String(Math.round(x * 10) / 10) : Math.round(x).toLocaleString('en-US')) : '–';
 const ms = (x: unknown): string => (typeof x === 'number' ? (x < 100 ? x.toFixed(1) : Math.round(x).toLocaleString('en-US')) : '–');
 const pct = (x: unknown): string => (typeof x === 'number' ? String(Math.round(x)) : '–');
 const slash = (...xs: string[]): string => (xs.every((x) => x === '–') ? '–' : xs.join(' / '));
@@ -154,45 +155,79 @@ export function markdown(r: ReportInput, h = '#'): string {
   const s = r.server;
   p(`${h} Sluice benchmark — results`);
   p();
-  p(`- Date: ${r.started_at} (UTC), ${r.total_s} s in all; repository ${m.git ?? 'unknown'}; packages/sluice at ${m.sluice_source ?? 'unknown'}`);
-  p(`- Machine: ${m.nproc} cores (${m.cpu_model}), ${m.mem_gib} GiB RAM, ${m.os}; Node ${m.node}; load average (1/5/15 min) ${m.loadavg_at_start.join(' / ')} at start, ${m.loadavg_at_end.join(' / ')} at end`);
-  p(`- PostgreSQL ${s.version} at ${s.host} (${s.source}): ${Object.entries(s.settings).map(([k, v]) => `${k}=${v}`).join(', ')}`);
-  if (!s.durable) p('- **Warning: this server does not flush commits to disk (fsync, synchronous_commit or full_page_writes is off); the figures are not comparable with the peers\'.**');
-  p(`- Reference: ${'skipped' in r.pgbench ? `pgbench skipped (${r.pgbench.skipped})` : `pgbench, ${r.pgbench.script}, ${r.pgbench.seconds} s each: **${n(r.pgbench.tps_1_client)} tps with 1 client, ${n(r.pgbench.tps_10_clients)} tps with 10 clients**`}`);
-  p(`- ${r.rounds} round(s) per case, interleaved across cases; the database is dropped and re-created before every run. Each figure is the **median** over rounds.`);
-  p(`- Workload: enqueue ${n(w.enqueueSeq)} jobs one by one (sequential awaits, one client) and ${n(w.enqueueBatchJobs)} in batches of ${n(w.batchSize)}; drain ${n(w.procJobs)} no-op jobs with 1 worker process (concurrency ${w.concurrency}) and with ${w.procs} worker processes (concurrency ${w.concurrency} each); latency = handler start − enqueue call for ${n(w.latJobs)} jobs enqueued at a steady ${w.latRate} jobs/s into an idle worker (1 process, concurrency ${w.concurrency}). Processing rate = (completed − 1) / (last handler end − first handler end).`);
+  p(
+    `- Date: ${r.started_at} (UTC), ${r.total_s} s in all; repository ${m.git ?? 'unknown'}; packages/sluice at ${m.sluice_source ?? 'unknown'}`,
+  );
+  p(
+    `- Machine: ${m.nproc} cores (${m.cpu_model}), ${m.mem_gib} GiB RAM, ${m.os}; Node ${m.node}; load average (1/5/15 min) ${m.loadavg_at_start.join(' / ')} at start, ${m.loadavg_at_end.join(' / ')} at end`,
+  );
+  p(
+    `- PostgreSQL ${s.version} at ${s.host} (${s.source}): ${Object.entries(s.settings)
+      .map(([k, v]) => `${k}=${String(v)}`)
+      .join(', ')}`,
+  );
+  if (!s.durable)
+    p(
+      "- **Warning: this server does not flush commits to disk (fsync, synchronous_commit or full_page_writes is off); the figures are not comparable with the peers'.**",
+    );
+  p(
+    `- Reference: ${'skipped' in r.pgbench ? `pgbench skipped (${r.pgbench.skipped})` : `pgbench, ${r.pgbench.script}, ${r.pgbench.seconds} s each: **${n(r.pgbench.tps_1_client)} tps with 1 client, ${n(r.pgbench.tps_10_clients)} tps with 10 clients**`}`,
+  );
+  p(
+    `- ${r.rounds} round(s) per case, interleaved across cases; the database is dropped and re-created before every run. Each figure is the **median** over rounds.`,
+  );
+  p(
+    `- Workload: enqueue ${n(w.enqueueSeq)} jobs one by one (sequential awaits, one client) and ${n(w.enqueueBatchJobs)} in batches of ${n(w.batchSize)}; drain ${n(w.procJobs)} no-op jobs with 1 worker process (concurrency ${w.concurrency}) and with ${w.procs} worker processes (concurrency ${w.concurrency} each); latency = handler start − enqueue call for ${n(w.latJobs)} jobs enqueued at a steady ${w.latRate} jobs/s into an idle worker (1 process, concurrency ${w.concurrency}). Processing rate = (completed − 1) / (last handler end − first handler end).`,
+  );
   if (w.analyzeAfterFill) p('- **Mode `--analyze-after-fill`**: ANALYZE ran after each bulk fill, before the workers started.');
   const setup = r.cases.flatMap((c) => c.runs.map((x) => x.setup_sql)).find(Boolean);
   if (setup) p(`- **Experiment**: \`${setup}\` was run on every bench database after migration (\`--setup-sql\`).`);
   p();
-  p(`| case | version | enqueue 1-by-1 (jobs/s) | enqueue batch ×${n(w.batchSize)} (jobs/s) | process, 1 proc × ${w.concurrency} (jobs/s) | process, ${w.procs} procs × ${w.concurrency} (jobs/s) | latency p50 / p95 / p99 (ms) |`);
+  p(
+    `| case | version | enqueue 1-by-1 (jobs/s) | enqueue batch ×${n(w.batchSize)} (jobs/s) | process, 1 proc × ${w.concurrency} (jobs/s) | process, ${w.procs} procs × ${w.concurrency} (jobs/s) | latency p50 / p95 / p99 (ms) |`,
+  );
   p('|---|---|--:|--:|--:|--:|--:|');
   for (const c of r.cases) {
     const md = c.median;
-    p(`| ${c.label} | ${c.system} ${c.version} | ${num(md.enqueue_seq?.jps)} | ${num(md.enqueue_batch?.jps)} | ${num(md.proc1?.jps)} | ${num(md.proc4?.jps)} | ${slash(ms(md.latency?.p50_ms), ms(md.latency?.p95_ms), ms(md.latency?.p99_ms))} |`);
+    p(
+      `| ${c.label} | ${c.system} ${c.version} | ${num(md.enqueue_seq?.jps)} | ${num(md.enqueue_batch?.jps)} | ${num(md.proc1?.jps)} | ${num(md.proc4?.jps)} | ${slash(ms(md.latency?.p50_ms), ms(md.latency?.p95_ms), ms(md.latency?.p99_ms))} |`,
+    );
   }
   p();
   p(`${h2} CPU (median, % of one core; 100 × cores = the whole machine)`);
   p();
-  p('workers = all worker processes together; pg = backends of the bench database plus the server\'s background processes; all = whole machine (above the sum of the others: other activity on the host). Processing phases run from the start signal until the last job was seen.');
+  p(
+    "workers = all worker processes together; pg = backends of the bench database plus the server's background processes; all = whole machine (above the sum of the others: other activity on the host). Processing phases run from the start signal until the last job was seen.",
+  );
   p();
-  p(`| case | 1 proc: workers / pg / all | ${w.procs} procs: workers / pg / all | latency: producer / worker / pg / all | enqueue 1-by-1: producer / pg / all |`);
+  p(
+    `| case | 1 proc: workers / pg / all | ${w.procs} procs: workers / pg / all | latency: producer / worker / pg / all | enqueue 1-by-1: producer / pg / all |`,
+  );
   p('|---|--:|--:|--:|--:|');
   for (const c of r.cases) {
     const cpu = (ph: string, keys: string[]): string => slash(...keys.map((k) => pct(c.median[ph]?.cpu_pct_of_one_core?.[k])));
-    p(`| ${c.label} | ${cpu('proc1', ['workers', 'postgres', 'machine'])} | ${cpu('proc4', ['workers', 'postgres', 'machine'])} | ${cpu('latency', ['producer', 'worker', 'postgres', 'machine'])} | ${cpu('enqueue_seq', ['producer', 'postgres', 'machine'])} |`);
+    p(
+      `| ${c.label} | ${cpu('proc1', ['workers', 'postgres', 'machine'])} | ${cpu('proc4', ['workers', 'postgres', 'machine'])} | ${cpu('latency', ['producer', 'worker', 'postgres', 'machine'])} | ${cpu('enqueue_seq', ['producer', 'postgres', 'machine'])} |`,
+    );
   }
   p();
   p(`${h2} Server work per job (median)`);
   p();
-  p('xacts = write transactions (transaction ids handed out by the server); WAL = bytes of write-ahead log; jobs/claim = jobs handed to handlers in one burst (for Sluice: rows per claim statement, out of at most the free slots).');
+  p(
+    'xacts = write transactions (transaction ids handed out by the server); WAL = bytes of write-ahead log; jobs/claim = jobs handed to handlers in one burst (for Sluice: rows per claim statement, out of at most the free slots).',
+  );
   p();
-  p(`| case | enqueue 1-by-1: xacts / WAL B | enqueue batch: WAL B | 1 proc: xacts / WAL B / jobs per claim | ${w.procs} procs: xacts / WAL B / jobs per claim | latency: jobs per claim |`);
+  p(
+    `| case | enqueue 1-by-1: xacts / WAL B | enqueue batch: WAL B | 1 proc: xacts / WAL B / jobs per claim | ${w.procs} procs: xacts / WAL B / jobs per claim | latency: jobs per claim |`,
+  );
   p('|---|--:|--:|--:|--:|--:|');
   for (const c of r.cases) {
     const md = c.median;
-    const proc = (ph: string): string => slash(num(md[ph]?.server?.write_xacts_per_job), num(md[ph]?.server?.wal_bytes_per_job), num(md[ph]?.handler_bursts?.mean_jobs));
-    p(`| ${c.label} | ${slash(num(md.enqueue_seq?.server?.write_xacts_per_job), num(md.enqueue_seq?.server?.wal_bytes_per_job))} | ${num(md.enqueue_batch?.server?.wal_bytes_per_job)} | ${proc('proc1')} | ${proc('proc4')} | ${num(md.latency?.handler_bursts?.mean_jobs)} |`);
+    const proc = (ph: string): string =>
+      slash(num(md[ph]?.server?.write_xacts_per_job), num(md[ph]?.server?.wal_bytes_per_job), num(md[ph]?.handler_bursts?.mean_jobs));
+    p(
+      `| ${c.label} | ${slash(num(md.enqueue_seq?.server?.write_xacts_per_job), num(md.enqueue_seq?.server?.wal_bytes_per_job))} | ${num(md.enqueue_batch?.server?.wal_bytes_per_job)} | ${proc('proc1')} | ${proc('proc4')} | ${num(md.latency?.handler_bursts?.mean_jobs)} |`,
+    );
   }
   const counted = r.cases.filter((c) => c.runs.some((run) => run.proc1?.statements_per_job || run.proc4?.statements_per_job));
   if (counted.length) {
@@ -203,20 +238,33 @@ export function markdown(r: ReportInput, h = '#'): string {
       const run = c.runs[0]!;
       for (const ph of ['enqueue_seq', 'proc1', 'proc4']) {
         const spj = run[ph]?.statements_per_job;
-        if (spj) p(`- ${c.label}, ${ph}: ${Object.entries(spj).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+        if (spj)
+          p(
+            `- ${c.label}, ${ph}: ${Object.entries(spj)
+              .map(([k, v]) => `${k} ${String(v)}`)
+              .join(', ')}`,
+          );
       }
     }
   }
   p();
   p(`${h2} Per-run values (for spread)`);
   p();
-  p('Other activity = CPU used on the machine by anything but the bench (% of one core, median over the run\'s phases); above ~15 the run shared the machine with other work.');
+  p(
+    "Other activity = CPU used on the machine by anything but the bench (% of one core, median over the run's phases); above ~15 the run shared the machine with other work.",
+  );
   p();
-  p('| case | enqueue 1-by-1 | enqueue batch | 1 proc | ' + `${w.procs} procs` + ' | latency p50 / p99 | other activity | load avg (1 min) at start |');
+  p(
+    '| case | enqueue 1-by-1 | enqueue batch | 1 proc | ' +
+      `${w.procs} procs` +
+      ' | latency p50 / p99 | other activity | load avg (1 min) at start |',
+  );
   p('|---|---|---|---|---|---|---|---|');
   for (const c of r.cases) {
     const each = (f: (run: Run) => string): string => c.runs.map(f).join(', ');
-    p(`| ${c.label} | ${each((x) => num(x.enqueue_seq?.jps))} | ${each((x) => num(x.enqueue_batch?.jps))} | ${each((x) => num(x.proc1?.jps))} | ${each((x) => num(x.proc4?.jps))} | ${each((x) => `${ms(x.latency?.p50_ms)}/${ms(x.latency?.p99_ms)}`)} | ${each((x) => pct(otherActivity(x)))} | ${each((x) => String(x.loadavg_at_start?.[0] ?? '–'))} |`);
+    p(
+      `| ${c.label} | ${each((x) => num(x.enqueue_seq?.jps))} | ${each((x) => num(x.enqueue_batch?.jps))} | ${each((x) => num(x.proc1?.jps))} | ${each((x) => num(x.proc4?.jps))} | ${each((x) => `${ms(x.latency?.p50_ms)}/${ms(x.latency?.p99_ms)}`)} | ${each((x) => pct(otherActivity(x)))} | ${each((x) => String(x.loadavg_at_start?.[0] ?? '–'))} |`,
+    );
   }
   p();
   p(`${h2} Settings per case`);
@@ -225,7 +273,8 @@ export function markdown(r: ReportInput, h = '#'): string {
   p();
   p(`${h2} Checks`);
   p();
-  if (r.problems.length === 0) p('Every run finished without errors; every drained phase left 0 jobs pending and ran no job twice; every latency job started.');
+  if (r.problems.length === 0)
+    p('Every run finished without errors; every drained phase left 0 jobs pending and ran no job twice; every latency job started.');
   else for (const x of r.problems) p(`- **${x}**`);
   return out.join('\n');
 }

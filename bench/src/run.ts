@@ -41,7 +41,7 @@ async function runCase(spec: RunSpec): Promise<Record<string, unknown>> {
   };
   if (spec.countStatements) installStatementCounter();
 
-  const monitor = new pg.Client({ connectionString: spec.databaseUrl });
+  const monitor = new pg.Client({ connectionString: spec.monitorUrl });
   await monitor.connect();
   const scope = await findPgScope(monitor, spec.dbName);
   result.postgres_cpu_measured = scope !== null;

@@ -95,7 +95,13 @@ async function handle(msg: ToWorker): Promise<void> {
       const statements = spec.countStatements ? diffCounts(statementCounts(), statementsAtGo) : null;
       let stopError: string | null = null;
       const timeout = new Promise<string>((resolve) => setTimeout(() => resolve('stop() took longer than 15 s'), 15_000).unref());
-      stopError = await Promise.race([consumer.stop().then(() => null, (e: unknown) => errorText(e)), timeout]);
+      stopError = await Promise.race([
+        consumer.stop().then(
+          () => null,
+          (e: unknown) => errorText(e),
+        ),
+        timeout,
+      ]);
       // Counted after stop, so a job that ran during shutdown still shows up as a duplicate.
       const report: WorkerReport = {
         count,

@@ -3,6 +3,7 @@
 // No timing assertions: this runs on loaded 2-core machines.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { skipWithoutPgBouncer } from '@sluice/testkit';
 import { runBench } from './helpers.js';
 
 test('tiny benchmark: every phase measured for cap off and on, 0 duplicates, 0 pending', { timeout: 900_000 }, async () => {
@@ -11,7 +12,10 @@ test('tiny benchmark: every phase measured for cap off and on, 0 duplicates, 0 p
   assert.equal(code, 0, `bench exited with ${code}:\n${stderr.slice(-4000)}`);
   assert.deepEqual(report.problems, []);
   assert.match(stdout, /^\| Sluice — no cap \| sluice /m, 'the Markdown table precedes the JSON line');
-  assert.deepEqual(report.cases.map((c: { variant: string }) => c.variant), ['cap-off', 'cap-on']);
+  assert.deepEqual(
+    report.cases.map((c: { variant: string }) => c.variant),
+    ['cap-off', 'cap-on'],
+  );
 
   for (const c of report.cases) {
     assert.equal(c.runs.length, 1);
@@ -36,3 +40,24 @@ test('tiny benchmark: every phase measured for cap off and on, 0 duplicates, 0 p
     for (const p of ['p50_ms', 'p95_ms', 'p99_ms']) assert.equal(typeof r.latency[p], 'number', `${c.variant} latency ${p}`);
   }
 });
+
+test(
+  'through PgBouncer in transaction mode (--pgbouncer-pool): both drains finish, every job once, notifications off',
+  { skip: skipWithoutPgBouncer(), timeout: 900_000 },
+  async () => {
+    const { code, stderr, report } = await runBench(['--tiny', '--phases=proc1,proc4', '--pgbouncer-pool=3', '--proc-cap-s=300']);
+    assert.equal(code, 0, `bench exited with ${code}:\n${stderr.slice(-4000)}`);
+    assert.deepEqual(report.problems, []);
+    for (const c of report.cases) {
+      const r = c.runs[0];
+      assert.deepEqual(r.errors, [], `${c.variant}: errors`);
+      assert.equal(r.pgbouncer_pool, 3, `${c.variant}: measured through PgBouncer`);
+      assert.equal(c.settings.client.notify, false, `${c.variant}: polling, as transaction mode needs`);
+      for (const phase of ['proc1', 'proc4']) {
+        assert.equal(r[phase].completed, 500, `${c.variant} ${phase}: handler runs`);
+        assert.equal(r[phase].duplicates, 0, `${c.variant} ${phase}: duplicates`);
+        assert.equal(r[phase].pending_after, 0, `${c.variant} ${phase}: pending afterwards`);
+      }
+    }
+  },
+);

@@ -28,11 +28,11 @@ export async function runBench(args: string[]): Promise<BenchOutput> {
   const outDir = mkdtempSync(join(tmpdir(), 'sluice-bench-test-'));
   try {
     const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(
-        process.execPath,
-        ['dist/main.js', ...args, `--db-name=${dbName}`, `--out-dir=${outDir}`],
-        { cwd: BENCH_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] },
-      );
+      const child = spawn(process.execPath, ['dist/main.js', ...args, `--db-name=${dbName}`, `--out-dir=${outDir}`], {
+        cwd: BENCH_DIR,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       let err = '';
       child.stdout.on('data', (d) => (out += d));

@@ -61,3 +61,12 @@ test('results region: only the text between the markers is replaced', () => {
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('--pgbouncer-pool measures Sluice alone, with polling', () => {
+  const opts = parseOptions(['--pgbouncer-pool=5']) as Options;
+  assert.deepEqual([opts.pgbouncerPool, opts.adapter.notify], [5, false]);
+  assert.throws(() => parseOptions(['--pgbouncer-pool=5', '--systems=sluice,pgboss']), /Sluice only/);
+  assert.throws(() => parseOptions(['--pgbouncer-pool=5', '--peers']), /Sluice only/);
+  assert.throws(() => parseOptions(['--pgbouncer-pool=5', '--notify=on']), /transaction mode/);
+  assert.throws(() => parseOptions(['--pgbouncer-pool=0']), /integer >= 1/);
+});

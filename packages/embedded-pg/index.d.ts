@@ -9,8 +9,12 @@ export interface LoadedEmbeddedPostgres {
 
 export function loadEmbeddedPostgres(options?: { log?: (line: string) => void }): Promise<LoadedEmbeddedPostgres>;
 export function isRoot(): boolean;
+/** True when every directory from / down to `dir` lets other users through. */
+export function othersCanReach(dir: string): boolean;
 
 export function freePort(): Promise<number>;
+/** Whether `port` can be bound on loopback right now (nothing listens there). */
+export function portIsFree(port: number): Promise<boolean>;
 
 /** Copies Debian's pgTAP extension files into the embedded installation; whether pgTAP is available. */
 export function installPgtap(nativeDir: string, options?: { log?: (line: string) => void }): boolean;

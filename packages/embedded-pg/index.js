@@ -7,7 +7,22 @@
 // temporary directory, readable by everyone, and loaded from there. Nothing in the
 // checkout's permissions is changed.
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -31,7 +46,7 @@ function packageDir(name, from = require) {
 }
 
 /** True when every directory from / down to `dir` lets other users through. */
-function othersCanReach(dir) {
+export function othersCanReach(dir) {
   for (let d = dir; ; d = dirname(d)) {
     if ((statSync(d).mode & 0o001) === 0) return false;
     if (dirname(d) === d) return true;
@@ -107,6 +122,16 @@ export function installPgtap(nativeDir, { log = () => {} } = {}) {
     if (!existsSync(to) || statSync(to).size !== statSync(join(source, file)).size) copyFileSync(join(source, file), to);
   }
   return true;
+}
+
+/** Whether `port` can be bound on loopback right now (nothing listens there). */
+export function portIsFree(port) {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
 }
 
 /** A TCP port free on loopback right now. */

@@ -79,7 +79,9 @@ export const graphileAdapter: Adapter = {
     const utils = await openUtils(ctx);
     const queueName = (payload: { i: number }): string | undefined => (ctx.variant === PER_KEY ? keyOf(payload, ctx.options) : undefined);
     const count = async (task: string): Promise<number> =>
-      utils.withPgClient(async (c) => Number((await c.query('select count(*) as n from graphile_worker.jobs where task_identifier = $1', [task])).rows[0].n));
+      utils.withPgClient(async (c) =>
+        Number((await c.query('select count(*) as n from graphile_worker.jobs where task_identifier = $1', [task])).rows[0].n),
+      );
     return {
       // Tasks need no declaration: the task identifier is the queue name.
       prepareQueue: async () => undefined,

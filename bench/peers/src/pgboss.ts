@@ -67,7 +67,12 @@ export const pgbossAdapter: Adapter = {
     }
     // Its 4-process drain ran at about 550 jobs/s in the earlier peer benchmark.
     if (variant === TUNED) {
-      return { kind: 'plain', phases: ['proc1', 'proc4', 'latency'], notRun: { enqueue: 'same send / insert as defaults' }, slowProc4Jps: 550 };
+      return {
+        kind: 'plain',
+        phases: ['proc1', 'proc4', 'latency'],
+        notRun: { enqueue: 'same send / insert as defaults' },
+        slowProc4Jps: 550,
+      };
     }
     if (variant === PER_KEY) return { kind: 'per-key', phases: ['proc1', 'proc4'], slowProc4Jps: 550 };
     throw new Error(`unknown pg-boss variant ${variant}`);
@@ -91,7 +96,11 @@ export const pgbossAdapter: Adapter = {
     return {
       prepareQueue: (queue) => boss.createQueue(queue, config(ctx.variant, ctx.concurrency, ctx.options).queue),
       enqueueOne: (queue, payload) => boss.send(queue, payload, group(payload)),
-      enqueueBatch: (queue, payloads) => boss.insert(queue, payloads.map((data) => ({ data, ...group(data) }))),
+      enqueueBatch: (queue, payloads) =>
+        boss.insert(
+          queue,
+          payloads.map((data) => ({ data, ...group(data) })),
+        ),
       pending: async (queue) =>
         Number((await db.executeSql("select count(*) as n from pgboss.job where name = $1 and state <> 'completed'", [queue])).rows[0].n),
       close: () => boss.stop({ graceful: false, timeout: 1000 }),

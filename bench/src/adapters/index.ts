@@ -29,7 +29,8 @@ const loaders: Record<string, () => Promise<Adapter>> = {
   sluice: async () => (await import('./sluice.js')).sluiceAdapter,
   pgboss: () => loadPeer('pgboss', 'pgbossAdapter'),
   graphile: () => loadPeer('graphile', 'graphileAdapter'),
-  'bullmq-pg': () => loadPeer('bullmq-pg', 'bullmqPgAdapter'),
+  'bullmq-pg': () => loadPeer('bullmq', 'bullmqPgAdapter'),
+  'bullmq-redis': () => loadPeer('bullmq', 'bullmqRedisAdapter'),
 };
 
 export const SYSTEMS = Object.keys(loaders);

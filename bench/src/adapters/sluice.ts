@@ -6,6 +6,8 @@
  *   slots a cap of 40 never binds: the figure shows what the exact-cap machinery costs;
  * - `per-key`: `perKeyConcurrency` over `--keys` keys (fair, round-robin claims);
  * - `backlog`: no limits, but the table already holds finished and scheduled rows.
+ * `cap-off-async` and `cap-on-async` are the first two with `durability: 'async'` (the
+ * library's own commits do not wait for their WAL flush: docs/reference.md).
  */
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
@@ -22,12 +24,18 @@ const BACKLOG = 'backlog';
 /** Admission limits so high they never reject: what is measured is the cost of checking. */
 const NEVER_REJECT = 1_000_000_000;
 
+const ASYNC = '-async';
+
 function policy(variant: string, options: AdapterOptions): QueuePolicy {
-  return { ...limits(variant, options), ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}) };
+  return {
+    ...limits(variant, options),
+    ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
+    ...(variant.endsWith(ASYNC) ? { durability: 'async' as const } : {}),
+  };
 }
 
 function limits(variant: string, options: AdapterOptions): QueuePolicy {
-  switch (variant) {
+  switch (variant.endsWith(ASYNC) ? variant.slice(0, -ASYNC.length) : variant) {
     case CAP.off:
     case BACKLOG:
       return {};
@@ -46,6 +54,8 @@ const PLANS: Record<string, VariantPlan> = {
   [PER_KEY]: { kind: 'per-key', phases: ['proc1', 'proc4'], notRun: { enqueue: 'keyed sends: see the admission table' } },
   [BACKLOG]: { kind: 'backlog', phases: ['proc1', 'proc4'] },
 };
+PLANS[CAP.off + ASYNC] = PLANS[CAP.off]!;
+PLANS[CAP.on + ASYNC] = { ...PLANS[CAP.on]!, notRun: {} };
 
 function open(ctx: AdapterContext): Sluice {
   return new Sluice({ connectionString: ctx.databaseUrl, logger: silent, notify: ctx.options.notify });
@@ -75,7 +85,9 @@ export const sluiceAdapter: Adapter = {
       [BACKLOG]: 'no cap, table pre-filled',
     };
     const rate = options.rateLimit ? `, rateLimit ${options.rateLimit.count}/${options.rateLimit.periodMs} ms` : '';
-    return `Sluice — ${what[variant] ?? variant}${rate}${notify}`;
+    const base = variant.endsWith(ASYNC) ? variant.slice(0, -ASYNC.length) : variant;
+    const durability = variant.endsWith(ASYNC) ? ', async commits' : '';
+    return `Sluice — ${what[base] ?? variant}${rate}${durability}${notify}`;
   },
 
   version() {
@@ -83,11 +95,14 @@ export const sluiceAdapter: Adapter = {
     return JSON.parse(readFileSync(new URL('../package.json', import.meta.resolve('sluice')), 'utf8')).version;
   },
 
-  variants({ cap, extended }) {
-    const capped = cap.map((c) => {
+  variants({ cap, durability, extended }) {
+    const capped = cap.flatMap((c) => {
       const v = CAP[c as keyof typeof CAP];
       if (!v) throw new Error(`--cap takes off and/or on, got "${c}"`);
-      return v as string;
+      return durability.map((d) => {
+        if (d !== 'flush' && d !== 'async') throw new Error(`--durability takes flush and/or async, got "${d}"`);
+        return d === 'async' ? v + ASYNC : v;
+      });
     });
     return extended ? [...capped, PER_KEY, BACKLOG] : capped;
   },
@@ -117,10 +132,17 @@ export const sluiceAdapter: Adapter = {
       },
       enqueueOne: (queue, payload) => sluice.send(queue, payload, keyed ? { key: keyOf(payload, ctx.options) } : {}),
       enqueueBatch: (queue, payloads) =>
-        sluice.sendMany(queue, payloads.map((data) => (keyed ? { data, key: keyOf(data, ctx.options) } : { data }))),
+        sluice.sendMany(
+          queue,
+          payloads.map((data) => (keyed ? { data, key: keyOf(data, ctx.options) } : { data })),
+        ),
+      // Counted exactly from the table: stats() estimate past their bound (counts.sql), and
+      // the harness checks every job.
       pending: async (queue) => {
-        const s = await sluice.stats(queue);
-        return s.ready + s.scheduled + s.active + s.dead + s.cancelled;
+        const { rows } = await sluice.pool.query(`SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND state <> 'completed'`, [
+          queue,
+        ]);
+        return rows[0].n as number;
       },
       async fillBacklog(queues, finished, scheduled) {
         const client = new pg.Client({ connectionString: ctx.databaseUrl });

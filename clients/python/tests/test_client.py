@@ -186,3 +186,52 @@ def test_a_send_continues_the_callers_trace_and_a_claim_answers_it(client: Sluic
     assert (version, job_trace, flags) == ("00", trace_id, "01")
     assert send_span != caller_span and len(send_span) == 16
     client.complete(job.id, job.lease_token, None)
+
+
+def test_a_flow_and_its_child_claimed_with_the_parents_results(client: SluiceClient, queue: str) -> None:
+    ids = client.send_flow([
+        {"ref": "tests", "queue": queue, "data": "unit"},
+        {"ref": "grade", "queue": queue, "data": None, "depends_on": ["tests"]},
+    ])
+    assert client.get(ids["grade"].id).state == "waiting"
+    [parent] = client.claim(queue)
+    assert parent.id == ids["tests"].id
+    client.complete(parent.id, parent.lease_token, {"passed": 12})
+    [child] = client.claim(queue)
+    assert child.id == ids["grade"].id
+    assert [(p["id"], p["result"]) for p in child.parents or []] == [(ids["tests"].id, {"passed": 12})]
+    client.complete(child.id, child.lease_token, None)
+    later = client.send(queue, "after", depends_on=[child.id])
+    assert client.get(later.id).state == "pending", "its parent has ended"
+    with pytest.raises(SluiceError) as refused:
+        client.send_flow([{"ref": "a", "queue": queue, "depends_on": ["a"]}])
+    assert refused.value.code == "flow_invalid"
+
+
+def test_progress_and_log_lines_from_a_worker(client: SluiceClient, queue: str) -> None:
+    job_id = client.send(queue, {"rows": 2}).id
+
+    def handler(context: JobContext) -> Any:
+        for done in (1, 2):
+            context.log("row %d" % done)
+            context.progress({"done": done, "total": 2})
+        return "ok"
+
+    Worker(client, queue, handler, concurrency=1, lease_seconds=30, poll_seconds=0.1).run(exit_when_idle=True)
+    assert client.get(job_id).raw["progress"] == {"done": 2, "total": 2}
+    logs = client.logs(job_id)
+    assert [(line["seq"], line["line"]) for line in logs["lines"]] == [(1, "row 1"), (2, "row 2")]
+    with pytest.raises(LeaseLostError):
+        client.log(job_id, "00000000-0000-0000-0000-000000000000", "late")
+
+
+def test_a_singleton_period_and_a_debounced_send(client: SluiceClient, queue: str) -> None:
+    first = client.send(queue, "a", singleton_key="deadline:1", singleton_period_ms=3_600_000)
+    [held] = client.claim(queue)
+    client.complete(held.id, held.lease_token, None)
+    again = client.send(queue, "b", singleton_key="deadline:1", singleton_period_ms=3_600_000)
+    assert (again.id, again.deduplicated) == (first.id, True)
+    one = client.send(queue, {"v": 1}, debounce_key="sync", debounce_delay_ms=3_600_000)
+    two = client.send(queue, {"v": 2}, debounce_key="sync", debounce_delay_ms=3_600_000, debounce_max_delay_ms=7_200_000)
+    assert (two.id, two.deduplicated) == (one.id, True)
+    assert client.get(one.id).data == {"v": 2}

@@ -1,7 +1,8 @@
 /** Opening Sluice for a command: connection flags, a logger that writes warnings to stderr. */
 import type { Command } from 'commander';
-import { Sluice, type Logger } from 'sluice';
+import { QueueNotFoundError, Sluice, type Logger } from 'sluice';
 import type { CliIo } from './io.js';
+import { databaseUrlOf } from './local.js';
 
 export interface DbFlags {
   databaseUrl?: string;
@@ -12,7 +13,7 @@ export interface DbFlags {
 /** Adds --database-url, --schema and --json to a command. */
 export function withDbOptions(command: Command): Command {
   return command
-    .option('--database-url <url>', 'PostgreSQL connection string (default: $DATABASE_URL)')
+    .option('--database-url <url>', 'PostgreSQL connection string (default: $DATABASE_URL, else the database of the server started here)')
     .option('--schema <name>', 'schema holding Sluice tables', 'sluice')
     .option('--json', 'print JSON for scripts');
 }
@@ -27,8 +28,7 @@ export function cliLogger(io: CliIo): Logger {
 }
 
 export function openSluice(flags: DbFlags, io: CliIo): Sluice {
-  const connectionString = flags.databaseUrl ?? io.env.DATABASE_URL;
-  if (!connectionString) throw new Error('no database: pass --database-url or set DATABASE_URL');
+  const connectionString = databaseUrlOf(flags.databaseUrl, io);
   return new Sluice({ connectionString, schema: flags.schema, logger: cliLogger(io) });
 }
 
@@ -98,6 +98,37 @@ export function date(name: string): (value: string) => Date {
     if (Number.isNaN(d.getTime())) throw new Error(`${name} must be a date such as 2030-01-31T12:00:00Z, got "${value}"`);
     return d;
   };
+}
+
+const AGO_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+
+/**
+ * Parses a moment in the past: an ISO time, `now`, `today` or `yesterday` (local midnight), or
+ * an age such as 30m, 1h, 2d or 1w (that long ago), or throws a one-line reason.
+ */
+export function pastTime(name: string, now: () => Date = () => new Date()): (value: string) => Date {
+  return (value) => {
+    const text = value.trim().toLowerCase();
+    const age = /^(\d+)(s|m|h|d|w)$/.exec(text);
+    if (age) return new Date(now().getTime() - Number(age[1]) * AGO_MS[age[2]!]!);
+    if (text === 'now') return now();
+    if (text === 'today' || text === 'yesterday') {
+      const midnight = now();
+      midnight.setHours(0, 0, 0, 0);
+      if (text === 'yesterday') midnight.setDate(midnight.getDate() - 1);
+      return midnight;
+    }
+    const d = new Date(value);
+    if (!/^\d{4}-\d{2}-\d{2}/.test(text) || Number.isNaN(d.getTime())) {
+      throw new Error(`${name} must be a time such as 1h (an hour ago), 30m, 2d, today, yesterday or 2030-01-31T12:00:00Z, got "${value}"`);
+    }
+    return d;
+  };
+}
+
+/** Throws the engine's QueueNotFoundError unless `queue` exists: a filter on a misspelt queue is an error, not "nothing". */
+export async function requireQueue(sluice: Sluice, queue: string | undefined): Promise<void> {
+  if (queue !== undefined && !(await sluice.queues.get(queue))) throw new QueueNotFoundError(queue);
 }
 
 /** Parses a JSON argument, or throws a one-line reason. */

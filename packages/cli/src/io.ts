@@ -1,7 +1,7 @@
 /** Where a command writes, so tests can run the program in-process and read what it printed. */
 export interface CliIo {
-  out(text: string): void;
-  err(text: string): void;
+  out: (text: string) => void;
+  err: (text: string) => void;
   env: NodeJS.ProcessEnv;
 }
 

@@ -3,6 +3,7 @@
  * into one program and turns every error into a one-line reason and exit code 2.
  */
 import { Command, CommanderError } from 'commander';
+import { QueueNotFoundError } from 'sluice';
 import { registerDead } from './commands/dead.js';
 import { registerDemo } from './commands/demo.js';
 import { registerJobs } from './commands/jobs.js';
@@ -11,22 +12,27 @@ import { registerProve } from './commands/prove.js';
 import { registerQueues } from './commands/queues.js';
 import { registerSabotage } from './commands/sabotage.js';
 import { registerSchedules } from './commands/schedules.js';
-import { registerSend } from './commands/send.js';
+import { registerFlow, registerSend } from './commands/send.js';
 import { registerServe } from './commands/serve.js';
 import { registerStats } from './commands/stats.js';
 import { registerWorker } from './commands/worker.js';
 import { EXIT_ERROR, processIo, type CliIo } from './io.js';
+import { readFileSync } from 'node:fs';
+
+/** This package's version, from its package.json (the same from src/ and dist/). */
+const VERSION: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
 
 export function createProgram(io: CliIo, setExit: (code: number) => void): Command {
   const program = new Command('sluice')
     .description('Sluice: a PostgreSQL job queue with exact admission control, and executable proofs for assessment challenges')
-    .version('0.1.0')
+    .version(VERSION)
     .showHelpAfterError('(run "sluice --help" for usage)')
     .configureOutput({ writeOut: io.out, writeErr: io.err })
     .exitOverride();
   registerMigrate(program, io);
   registerQueues(program, io);
   registerSend(program, io);
+  registerFlow(program, io);
   registerStats(program, io);
   registerDead(program, io);
   registerJobs(program, io);
@@ -62,6 +68,10 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
 }
 
 function oneLine(error: unknown): string {
+  // The engine's message names its API; here the commands that list and create queues.
+  if (error instanceof QueueNotFoundError) {
+    return `queue "${error.queue}" does not exist ("sluice queues list" shows the queues, "sluice queues put ${error.queue}" creates it)`;
+  }
   const message = error instanceof Error ? error.message : String(error);
   return message.split('\n')[0]!.trim();
 }

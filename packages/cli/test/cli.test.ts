@@ -9,14 +9,24 @@ import { runCli } from '../src/program.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sluice-cli-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
-writeFileSync(join(dir, 'challenge.json'), JSON.stringify({ language: 'python', solution: ['sol.py'], tests: ['test_sol.py'], description: 'add' }));
+writeFileSync(
+  join(dir, 'challenge.json'),
+  JSON.stringify({ language: 'python', solution: ['sol.py'], tests: ['test_sol.py'], description: 'add' }),
+);
 writeFileSync(join(dir, 'sol.py'), 'def add(a, b):\n    return a + b\n');
-writeFileSync(join(dir, 'test_sol.py'), 'from sol import add\ndef test_add():\n    assert add(1, 2) == 3\ndef test_zero():\n    assert add(0, 0) == 0\n');
+writeFileSync(
+  join(dir, 'test_sol.py'),
+  'from sol import add\ndef test_add():\n    assert add(1, 2) == 3\ndef test_zero():\n    assert add(0, 0) == 0\n',
+);
 
 async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = await runCli(args, { out: (t) => void (out += t), err: (t) => void (err += t), env: { SLUICE_PROOF_ADMIN_URL: process.env.SLUICE_TEST_ADMIN_URL, ...env } });
+  const code = await runCli(args, {
+    out: (t) => void (out += t),
+    err: (t) => void (err += t),
+    env: { SLUICE_PROOF_ADMIN_URL: process.env.SLUICE_TEST_ADMIN_URL, ...env },
+  });
   return { code, out, err };
 }
 
@@ -90,7 +100,10 @@ test('a suite pinned to the source text: NOT ACCEPTED with [judges_text]; the ch
     assert.equal(result.code, 1, result.out + result.err);
     assert.match(result.out, /^NOT ACCEPTED: gold: "test_sol\.py::test_written_as_a_plus_b" fails on an equivalent rewrite of gold/);
     assert.match(result.out, /- \[judges_text\] gold: "test_sol\.py::test_written_as_a_plus_b"/);
-    assert.match(result.out, /checks: each side ran 3× \(seeds 0–2\); gold ran 4× more with tests alone and in reverse order; gold rewritten/);
+    assert.match(
+      result.out,
+      /checks: each side ran 3× \(seeds 0–2\); gold ran 4× more with tests alone and in reverse order; gold rewritten/,
+    );
     const once = await cli(['prove', other, '--repetitions', '1', '--json']);
     assert.equal((JSON.parse(once.out) as { checks: { repetitions: number } }).checks.repetitions, 1);
   } finally {
@@ -107,7 +120,10 @@ test('sabotage on a suite pinned to the source text: NOT ACCEPTED, exit 1, the g
     const result = await cli(['sabotage', other, '--no-write']);
     assert.equal(result.code, 1, result.out + result.err);
     assert.match(result.out, /^NOT ACCEPTED: the gold run is not a valid suite \(judges_text\)/);
-    assert.match(result.out, /\nreasons:\n {2}- \[judges_text\] gold: "test_sol\.py::test_written_as_a_plus_b" fails on an equivalent rewrite of gold/);
+    assert.match(
+      result.out,
+      /\nreasons:\n {2}- \[judges_text\] gold: "test_sol\.py::test_written_as_a_plus_b" fails on an equivalent rewrite of gold/,
+    );
     assert.doesNotMatch(result.out, /tried \(/, 'no bug is tried on a rejected suite');
   } finally {
     rmSync(other, { recursive: true, force: true });
@@ -117,16 +133,22 @@ test('sabotage on a suite pinned to the source text: NOT ACCEPTED, exit 1, the g
 test('sabotage with no accepted bug: each rejected attempt is printed with its codes', async () => {
   const other = mkdtempSync(join(tmpdir(), 'sluice-cli-sabotage-stubborn-'));
   try {
-    writeFileSync(join(other, 'challenge.json'), JSON.stringify({ language: 'python', solution: ['f.py'], tests: ['test_f.py'], description: 'anything' }));
-    writeFileSync(join(other, 'f.py'), 'def f():\n    return 0\n');
-    // Every mutant of `return 0` still returns something: the test keeps passing.
-    writeFileSync(join(other, 'test_f.py'), 'from f import f\ndef test_f():\n    assert f() is not None\n');
+    writeFileSync(
+      join(other, 'challenge.json'),
+      JSON.stringify({ language: 'python', solution: ['f.py'], tests: ['test_f.py'], description: 'anything' }),
+    );
+    writeFileSync(join(other, 'f.py'), 'def f(a, b):\n    return a + b\n');
+    // Every mutant of `a + b` still returns something: the test keeps passing.
+    writeFileSync(join(other, 'test_f.py'), 'from f import f\ndef test_f():\n    assert f(1, 2) is not None\n');
     const result = await cli(['sabotage', other, '--max-attempts', '2', '--repetitions', '1']);
     assert.equal(result.code, 1, result.out + result.err);
-    assert.match(result.out, /^NOT ACCEPTED: no candidate was accepted \(2 tried, attempt limit reached\)/);
+    // Two realistic candidates (the limit), then the last resort, which the limit does not count.
+    assert.match(result.out, /^NOT ACCEPTED: no candidate was accepted \(3 tried, attempt limit reached\)/);
     const tried = result.out.split('\n').filter((line) => line.startsWith('tried (mutation): '));
-    assert.equal(tried.length, 2, result.out);
+    assert.equal(tried.length, 3, result.out);
+    assert.match(tried[2]!, /^tried \(mutation\): return-value perturbation \(last resort\)/);
     for (const line of tried) assert.match(line, / — \[test_passed\] sabotaged: "test_f\.py::test_f" still passes/);
+    assert.match(result.out, /^families tried: operator, variable, return_value; proved: none$/m);
     assert.equal(existsSync(join(other, 'sabotaged')), false);
   } finally {
     rmSync(other, { recursive: true, force: true });
@@ -140,7 +162,7 @@ test('the sluice binary runs as a process and exits with the verdict', async () 
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk));
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
   assert.equal(code, 0, out);
   assert.match(out, /^ACCEPTED/);

@@ -30,18 +30,24 @@ after(async () => {
 // Each test starts with an empty generation queue and no missions.
 beforeEach(async () => {
   await sluice.pool.query('DELETE FROM sluice.job WHERE queue = $1', [GENERATION_QUEUE]);
-  await sluice.pool.query('TRUNCATE missions.submission, missions.instance, missions.mission');
+  await sluice.pool.query('TRUNCATE missions.submission, missions.instance, missions.variant, missions.mission');
 });
 
 async function spike(args: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = await runCli(['demo', 'spike', '--missions', '--url', url, '--token', tokens.apiToken, ...args], { out: (t) => void (out += t), err: (t) => void (err += t), env: {} });
+  const code = await runCli(['demo', 'spike', '--missions', '--url', url, '--token', tokens.apiToken, ...args], {
+    out: (t) => void (out += t),
+    err: (t) => void (err += t),
+    env: {},
+  });
   return { code, out, err };
 }
 
 async function jobsPerUser(): Promise<number[]> {
-  const { rows } = await sluice.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 GROUP BY key', [GENERATION_QUEUE]);
+  const { rows } = await sluice.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 GROUP BY key', [
+    GENERATION_QUEUE,
+  ]);
   return rows.map((r) => r.n);
 }
 
@@ -51,7 +57,13 @@ test('few users asking six times each: three requests per user are queued, the r
   const count = (label: string) => Number(new RegExp(`${label}\\s+(\\d+)\\s`).exec(run.out)?.[1]);
   assert.match(run.out, /24 mission requests from 4 users \(6 each, role "data-analyst"\)/);
   assert.deepEqual(
-    { served: count('served \\(200\\)'), queued: count('queued \\(202\\)'), shed: count('shed \\(503\\)'), limited: count('per-user limit \\(429\\)'), errors: count('errors') },
+    {
+      served: count('served \\(200\\)'),
+      queued: count('queued \\(202\\)'),
+      shed: count('shed \\(503\\)'),
+      limited: count('per-user limit \\(429\\)'),
+      errors: count('errors'),
+    },
     { served: 0, queued: 12, shed: 0, limited: 12, errors: 0 },
     run.out,
   );
@@ -80,15 +92,24 @@ test('many users asking three times each: the pool serves what it has, the queue
 
   assert.equal((await sluice.stats(GENERATION_QUEUE)).ready, MAX_PENDING);
   assert.ok((await jobsPerUser()).every((n) => n <= 3));
-  const { rows } = await sluice.pool.query<{ serve_count: number; retired: boolean }>('SELECT serve_count, retired_at IS NOT NULL AS retired FROM missions.mission');
-  assert.deepEqual(rows, [{ serve_count: 1, retired: true }, { serve_count: 1, retired: true }]);
+  const { rows } = await sluice.pool.query<{ serve_count: number; retired: boolean }>(
+    'SELECT serve_count, retired_at IS NOT NULL AS retired FROM missions.mission',
+  );
+  assert.deepEqual(rows, [
+    { serve_count: 1, retired: true },
+    { serve_count: 1, retired: true },
+  ]);
 });
 
 test('a target is required, and only one', async () => {
   const none = await runCli(['demo', 'spike', '--url', url, '--token', tokens.apiToken], { out: () => {}, err: () => {}, env: {} });
   assert.equal(none, 2);
   let err = '';
-  const both = await runCli(['demo', 'spike', '--missions', '--queue', 'demo', '--url', url, '--token', tokens.apiToken], { out: () => {}, err: (t) => void (err += t), env: {} });
+  const both = await runCli(['demo', 'spike', '--missions', '--queue', 'demo', '--url', url, '--token', tokens.apiToken], {
+    out: () => {},
+    err: (t) => void (err += t),
+    env: {},
+  });
   assert.equal(both, 2);
   assert.match(err, /exactly one target: --queue <name> or --missions/);
 });

@@ -21,5 +21,9 @@ export interface SluiceHttpClientOptions {
 
 export function createSluiceHttpClient({ baseUrl, token, fetch }: SluiceHttpClientOptions): SluiceHttpClient {
   if (!token) throw new TypeError('a token is required: the server has no open mode');
-  return createClient<paths>({ baseUrl: baseUrl.replace(/\/$/, ''), headers: { authorization: `Bearer ${token}` }, ...(fetch ? { fetch } : {}) });
+  return createClient<paths>({
+    baseUrl: baseUrl.replace(/\/$/, ''),
+    headers: { authorization: `Bearer ${token}` },
+    ...(fetch ? { fetch } : {}),
+  });
 }

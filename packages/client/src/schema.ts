@@ -46,6 +46,14 @@ export interface paths {
                         cost?: number;
                         /** @description each attempt may run this long; then it fails as timed out */
                         timeoutMs?: number;
+                        /** @description with singletonKey: the job created holds the key this long from its send, even once completed (not dead or cancelled) */
+                        singletonPeriodMs?: number;
+                        /** @description sends with this key collapse into one job, run delayMs after the last (its data the last one's), never later than maxDelayMs after the first */
+                        debounce?: {
+                            key: string;
+                            delayMs: number;
+                            maxDelayMs?: number;
+                        };
                         /** @description parent jobs: this one waits (state waiting) until every one has ended, then runs */
                         dependsOn?: string[];
                         /**
@@ -176,7 +184,7 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description in the order of the request */
-                            jobs?: ({
+                            jobs: ({
                                 /** @description job id */
                                 id: string;
                                 /** @description true: a job with the same singleton key was already pending or active; id is that job */
@@ -255,43 +263,43 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description job id */
-                            id?: string;
+                            id: string;
                             /** @description queue name (the library checks its characters) */
-                            queue?: string;
+                            queue: string;
                             /** @enum {string} */
-                            state?: "waiting" | "pending" | "active" | "completed" | "cancelled" | "dead";
+                            state: "waiting" | "pending" | "active" | "claimed" | "completed" | "cancelled" | "dead";
                             /** @description the payload */
                             data?: unknown;
                             /** @description the key per-key limits count by */
-                            key?: string | null;
+                            key: string | null;
                             /** @description at most one unfinished job with this key */
-                            singletonKey?: string | null;
+                            singletonKey: string | null;
                             /** @description higher runs first */
-                            priority?: number;
+                            priority: number;
                             /**
                              * Format: date-time
                              * @description not started before this time
                              */
-                            runAt?: string;
+                            runAt: string;
                             /** @description attempts started so far, the current one included */
-                            attempts?: number;
+                            attempts: number;
                             /** @description attempts before the job is dead */
-                            maxAttempts?: number;
+                            maxAttempts: number;
                             /** @description what the job counts against its queue's budget when it starts (as sent, or as its worker reported it) */
-                            cost?: number;
+                            cost: number;
                             /** @description how long each attempt may run; null: no limit */
-                            timeoutMs?: number | null;
+                            timeoutMs: number | null;
                             /**
                              * Format: date-time
                              * @description when the current lease ends
                              */
-                            leaseExpiresAt?: string | null;
+                            leaseExpiresAt: string | null;
                             /** @description the worker holding or last holding the job */
-                            workerId?: string | null;
+                            workerId: string | null;
                             /** @description what the handler returned (completed jobs) */
                             result?: unknown;
                             /** @description every failed attempt, oldest first */
-                            errors?: ({
+                            errors: ({
                                 message?: string;
                                 name?: string;
                                 stack?: string;
@@ -306,21 +314,25 @@ export interface paths {
                              * Format: date-time
                              * @description when it was sent
                              */
-                            createdAt?: string;
+                            createdAt: string;
                             /**
                              * Format: date-time
                              * @description when its latest attempt started
                              */
-                            startedAt?: string | null;
+                            startedAt: string | null;
                             /**
                              * Format: date-time
                              * @description when it completed, died or was cancelled
                              */
-                            finishedAt?: string | null;
+                            finishedAt: string | null;
                             /** @description the trace context of its send (W3C trace context: `traceparent`, `tracestate`), or null when the sender traced nothing; a worker's span for the job continues it */
-                            traceContext?: {
+                            traceContext: {
                                 [key: string]: string;
                             } | null;
+                            /** @description the last progress its handler reported (any JSON value), or null */
+                            progress?: unknown;
+                            /** @description log lines written for it so far (GET /api/jobs/:id/logs reads them) */
+                            logCount: number;
                         } & {
                             [key: string]: unknown;
                         };
@@ -387,17 +399,17 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            parents?: ({
+                            parents: ({
                                 /** @description job id */
-                                id?: string;
+                                id: string;
                                 queue?: string | null;
                                 state?: string | null;
                             } & {
                                 [key: string]: unknown;
                             })[];
-                            children?: ({
+                            children: ({
                                 /** @description job id */
-                                id?: string;
+                                id: string;
                                 queue?: string | null;
                                 state?: string | null;
                             } & {
@@ -470,43 +482,43 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description job id */
-                            id?: string;
+                            id: string;
                             /** @description queue name (the library checks its characters) */
-                            queue?: string;
+                            queue: string;
                             /** @enum {string} */
-                            state?: "waiting" | "pending" | "active" | "completed" | "cancelled" | "dead";
+                            state: "waiting" | "pending" | "active" | "claimed" | "completed" | "cancelled" | "dead";
                             /** @description the payload */
                             data?: unknown;
                             /** @description the key per-key limits count by */
-                            key?: string | null;
+                            key: string | null;
                             /** @description at most one unfinished job with this key */
-                            singletonKey?: string | null;
+                            singletonKey: string | null;
                             /** @description higher runs first */
-                            priority?: number;
+                            priority: number;
                             /**
                              * Format: date-time
                              * @description not started before this time
                              */
-                            runAt?: string;
+                            runAt: string;
                             /** @description attempts started so far, the current one included */
-                            attempts?: number;
+                            attempts: number;
                             /** @description attempts before the job is dead */
-                            maxAttempts?: number;
+                            maxAttempts: number;
                             /** @description what the job counts against its queue's budget when it starts (as sent, or as its worker reported it) */
-                            cost?: number;
+                            cost: number;
                             /** @description how long each attempt may run; null: no limit */
-                            timeoutMs?: number | null;
+                            timeoutMs: number | null;
                             /**
                              * Format: date-time
                              * @description when the current lease ends
                              */
-                            leaseExpiresAt?: string | null;
+                            leaseExpiresAt: string | null;
                             /** @description the worker holding or last holding the job */
-                            workerId?: string | null;
+                            workerId: string | null;
                             /** @description what the handler returned (completed jobs) */
                             result?: unknown;
                             /** @description every failed attempt, oldest first */
-                            errors?: ({
+                            errors: ({
                                 message?: string;
                                 name?: string;
                                 stack?: string;
@@ -521,21 +533,25 @@ export interface paths {
                              * Format: date-time
                              * @description when it was sent
                              */
-                            createdAt?: string;
+                            createdAt: string;
                             /**
                              * Format: date-time
                              * @description when its latest attempt started
                              */
-                            startedAt?: string | null;
+                            startedAt: string | null;
                             /**
                              * Format: date-time
                              * @description when it completed, died or was cancelled
                              */
-                            finishedAt?: string | null;
+                            finishedAt: string | null;
                             /** @description the trace context of its send (W3C trace context: `traceparent`, `tracestate`), or null when the sender traced nothing; a worker's span for the job continues it */
-                            traceContext?: {
+                            traceContext: {
                                 [key: string]: string;
                             } | null;
+                            /** @description the last progress its handler reported (any JSON value), or null */
+                            progress?: unknown;
+                            /** @description log lines written for it so far (GET /api/jobs/:id/logs reads them) */
+                            logCount: number;
                         } & {
                             [key: string]: unknown;
                         };
@@ -603,43 +619,43 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description job id */
-                            id?: string;
+                            id: string;
                             /** @description queue name (the library checks its characters) */
-                            queue?: string;
+                            queue: string;
                             /** @enum {string} */
-                            state?: "waiting" | "pending" | "active" | "completed" | "cancelled" | "dead";
+                            state: "waiting" | "pending" | "active" | "claimed" | "completed" | "cancelled" | "dead";
                             /** @description the payload */
                             data?: unknown;
                             /** @description the key per-key limits count by */
-                            key?: string | null;
+                            key: string | null;
                             /** @description at most one unfinished job with this key */
-                            singletonKey?: string | null;
+                            singletonKey: string | null;
                             /** @description higher runs first */
-                            priority?: number;
+                            priority: number;
                             /**
                              * Format: date-time
                              * @description not started before this time
                              */
-                            runAt?: string;
+                            runAt: string;
                             /** @description attempts started so far, the current one included */
-                            attempts?: number;
+                            attempts: number;
                             /** @description attempts before the job is dead */
-                            maxAttempts?: number;
+                            maxAttempts: number;
                             /** @description what the job counts against its queue's budget when it starts (as sent, or as its worker reported it) */
-                            cost?: number;
+                            cost: number;
                             /** @description how long each attempt may run; null: no limit */
-                            timeoutMs?: number | null;
+                            timeoutMs: number | null;
                             /**
                              * Format: date-time
                              * @description when the current lease ends
                              */
-                            leaseExpiresAt?: string | null;
+                            leaseExpiresAt: string | null;
                             /** @description the worker holding or last holding the job */
-                            workerId?: string | null;
+                            workerId: string | null;
                             /** @description what the handler returned (completed jobs) */
                             result?: unknown;
                             /** @description every failed attempt, oldest first */
-                            errors?: ({
+                            errors: ({
                                 message?: string;
                                 name?: string;
                                 stack?: string;
@@ -654,21 +670,25 @@ export interface paths {
                              * Format: date-time
                              * @description when it was sent
                              */
-                            createdAt?: string;
+                            createdAt: string;
                             /**
                              * Format: date-time
                              * @description when its latest attempt started
                              */
-                            startedAt?: string | null;
+                            startedAt: string | null;
                             /**
                              * Format: date-time
                              * @description when it completed, died or was cancelled
                              */
-                            finishedAt?: string | null;
+                            finishedAt: string | null;
                             /** @description the trace context of its send (W3C trace context: `traceparent`, `tracestate`), or null when the sender traced nothing; a worker's span for the job continues it */
-                            traceContext?: {
+                            traceContext: {
                                 [key: string]: string;
                             } | null;
+                            /** @description the last progress its handler reported (any JSON value), or null */
+                            progress?: unknown;
+                            /** @description log lines written for it so far (GET /api/jobs/:id/logs reads them) */
+                            logCount: number;
                         } & {
                             [key: string]: unknown;
                         };
@@ -706,6 +726,370 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/flows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send jobs and the dependencies between them in one transaction: 202 with each ref's id
+         * @description A job depending on others waits (state waiting) until every parent has ended, then runs, with its parents' results. A cycle, a ref used twice or a ref to no job of the flow is 400 flow_invalid; a parent that does not exist 422 parent_not_found; a refused send 503 or 429 as for one job. Nothing is written unless every job is.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        jobs: {
+                            /** @description the job's name in the flow */
+                            ref: string;
+                            /** @description queue name (the library checks its characters) */
+                            queue: string;
+                            /** @description the payload: any JSON value (default null) */
+                            data?: unknown;
+                            /** @description the key per-key limits count by (a user, a tenant) */
+                            key?: string;
+                            /** @description at most one unfinished job with this key */
+                            singletonKey?: string;
+                            /**
+                             * Format: date-time
+                             * @description do not start before this time
+                             */
+                            runAt?: string;
+                            delayMs?: number;
+                            /** @description higher runs first */
+                            priority?: number;
+                            maxAttempts?: number;
+                            /** @description what the job counts against its queue's budget when it starts (default 1) */
+                            cost?: number;
+                            /** @description each attempt may run this long; then it fails as timed out */
+                            timeoutMs?: number;
+                            /** @description with singletonKey: the job created holds the key this long from its send, even once completed (not dead or cancelled) */
+                            singletonPeriodMs?: number;
+                            /** @description sends with this key collapse into one job, run delayMs after the last (its data the last one's), never later than maxDelayMs after the first */
+                            debounce?: {
+                                key: string;
+                                delayMs: number;
+                                maxDelayMs?: number;
+                            };
+                            /** @description its parents: refs of jobs of the flow, or { jobId } of jobs that exist */
+                            dependsOn?: (string | {
+                                /** @description job id */
+                                jobId: string;
+                            })[];
+                            /**
+                             * @description a parent ending dead or cancelled cancels this job (default) or lets it run
+                             * @enum {string}
+                             */
+                            onParentFailure?: "cancel" | "run";
+                        }[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description each ref's job: its id, and deduplicated when a singleton key matched a job already there */
+                            jobs: {
+                                [key: string]: {
+                                    /** @description job id */
+                                    id: string;
+                                    deduplicated: boolean;
+                                } & {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/{id}/progress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Report a claimed job's progress: stored on the job (its last value), announced on its event streams */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description job id */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        leaseToken: string;
+                        /** @description any JSON value (a percentage, { done, total }…), at most 4 KiB */
+                        progress: unknown;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description job id */
+                            id?: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/{id}/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Add lines to a claimed job's log (announced on its event streams); answers the number of the last */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description job id */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        leaseToken: string;
+                        /** @description lines to add, in order; each cut at 2000 characters */
+                        lines: string[];
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description job id */
+                            id?: string;
+                            seq?: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/{id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A job's log lines (the newest 1000 are kept), oldest first, numbered after afterSeq */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description lines numbered after this one (default 0: from the first kept) */
+                    afterSeq?: number;
+                    /** @description most lines (default 1000) */
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    /** @description job id */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description oldest first */
+                            lines: ({
+                                /** @description its number, from 1 in the order written */
+                                seq?: number;
+                                /** @description the attempt that wrote it */
+                                attempt?: number;
+                                /** Format: date-time */
+                                at?: string;
+                                line?: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            /** @description lines written for the job so far */
+                            total: number;
+                            /** @description the oldest lines, no longer kept (a job keeps its newest 1000) */
+                            dropped: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/jobs/{id}/events": {
         parameters: {
             query?: never;
@@ -715,7 +1099,7 @@ export interface paths {
         };
         /**
          * A job's state changes as server-sent events: its state at connect, one `state` event per change, closed once it ended
-         * @description Events: `state` (data: the job, as GET /api/jobs/:id answers it), `gone` (retention removed it). A comment line every 15 s keeps proxies open. The stream closes after the job completed, died or was cancelled.
+         * @description Events: `state` (data: the job, as GET /api/jobs/:id answers it; one per change, `active` included, a change the server did not see happen as the job was then), `progress` ({ id, progress }: its handler reported a new value), `log` ({ id, seq, attempt, at, line }: the lines kept at connect, then each new one), `gone` (retention removed it). Each event has an id: reconnecting with it as `Last-Event-ID` sends the changes and lines after it, or `gap` ({ id, at }) and the job as it is when they cannot be told. A comment line every 15 s keeps proxies open. The stream closes after the job completed, died or was cancelled.
          */
         get: {
             parameters: {
@@ -781,7 +1165,7 @@ export interface paths {
         };
         /**
          * A queue's job ends as server-sent events, from any process: completed, failed, dead, cancelled, and gap
-         * @description Each event's data is { type, jobId, queue, at }. At most once: a `gap` event (data { type: 'gap', queue, at }) means some events may have been missed (the server reconnected to the database, or this client fell behind); re-read the jobs you follow (GET /api/jobs/:id). A comment line every 15 s keeps proxies open.
+         * @description Each event's data is { type, jobId, queue, at }; running jobs' reports come as `progress` (with `progress`, its value, unless too large to announce) and `log` (with `seq`, the last line's number). At most once: a `gap` event (data { type: 'gap', queue, at }) means some events may have been missed (the server reconnected to the database, or this client fell behind); re-read the jobs you follow (GET /api/jobs/:id). Announcements are not kept: reconnecting with `Last-Event-ID` starts with a `gap`. A comment line every 15 s keeps proxies open.
          */
         get: {
             parameters: {
@@ -878,45 +1262,45 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            jobs?: ({
+                            jobs: ({
                                 /** @description job id */
-                                id?: string;
+                                id: string;
                                 /** @description queue name (the library checks its characters) */
-                                queue?: string;
+                                queue: string;
                                 /** @enum {string} */
-                                state?: "waiting" | "pending" | "active" | "completed" | "cancelled" | "dead";
+                                state: "waiting" | "pending" | "active" | "claimed" | "completed" | "cancelled" | "dead";
                                 /** @description the payload */
                                 data?: unknown;
                                 /** @description the key per-key limits count by */
-                                key?: string | null;
+                                key: string | null;
                                 /** @description at most one unfinished job with this key */
-                                singletonKey?: string | null;
+                                singletonKey: string | null;
                                 /** @description higher runs first */
-                                priority?: number;
+                                priority: number;
                                 /**
                                  * Format: date-time
                                  * @description not started before this time
                                  */
-                                runAt?: string;
+                                runAt: string;
                                 /** @description attempts started so far, the current one included */
-                                attempts?: number;
+                                attempts: number;
                                 /** @description attempts before the job is dead */
-                                maxAttempts?: number;
+                                maxAttempts: number;
                                 /** @description what the job counts against its queue's budget when it starts (as sent, or as its worker reported it) */
-                                cost?: number;
+                                cost: number;
                                 /** @description how long each attempt may run; null: no limit */
-                                timeoutMs?: number | null;
+                                timeoutMs: number | null;
                                 /**
                                  * Format: date-time
                                  * @description when the current lease ends
                                  */
-                                leaseExpiresAt?: string | null;
+                                leaseExpiresAt: string | null;
                                 /** @description the worker holding or last holding the job */
-                                workerId?: string | null;
+                                workerId: string | null;
                                 /** @description what the handler returned (completed jobs) */
                                 result?: unknown;
                                 /** @description every failed attempt, oldest first */
-                                errors?: ({
+                                errors: ({
                                     message?: string;
                                     name?: string;
                                     stack?: string;
@@ -931,23 +1315,37 @@ export interface paths {
                                  * Format: date-time
                                  * @description when it was sent
                                  */
-                                createdAt?: string;
+                                createdAt: string;
                                 /**
                                  * Format: date-time
                                  * @description when its latest attempt started
                                  */
-                                startedAt?: string | null;
+                                startedAt: string | null;
                                 /**
                                  * Format: date-time
                                  * @description when it completed, died or was cancelled
                                  */
-                                finishedAt?: string | null;
+                                finishedAt: string | null;
                                 /** @description the trace context of its send (W3C trace context: `traceparent`, `tracestate`), or null when the sender traced nothing; a worker's span for the job continues it */
-                                traceContext?: {
+                                traceContext: {
                                     [key: string]: string;
                                 } | null;
+                                /** @description the last progress its handler reported (any JSON value), or null */
+                                progress?: unknown;
+                                /** @description log lines written for it so far (GET /api/jobs/:id/logs reads them) */
+                                logCount: number;
                                 /** @description present it to heartbeat, complete or fail the job */
-                                leaseToken?: string;
+                                leaseToken: string;
+                                /** @description a job sent with dependsOn: its parents with their results */
+                                parents?: ({
+                                    /** @description job id */
+                                    id: string;
+                                    queue?: string | null;
+                                    state?: string | null;
+                                    result?: unknown;
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
                             } & {
                                 [key: string]: unknown;
                             })[];
@@ -1017,6 +1415,27 @@ export interface paths {
                 };
             };
             responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description job id */
+                            id: string;
+                            /**
+                             * Format: date-time
+                             * @description when the extended lease ends
+                             */
+                            leaseExpiresAt: string;
+                            /** @description the job was cancelled: stop, and fail it */
+                            cancelRequested: boolean;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
                 /** @description Default Response */
                 "4XX": {
                     headers: {
@@ -1089,9 +1508,9 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description job id */
-                            id?: string;
+                            id: string;
                             /** @enum {string} */
-                            state?: "completed";
+                            state: "completed";
                         } & {
                             [key: string]: unknown;
                         };
@@ -1163,6 +1582,32 @@ export interface paths {
             };
             responses: {
                 /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description job id */
+                            id: string;
+                            /**
+                             * @description pending: it will be retried at runAt; dead: its attempts are spent
+                             * @enum {string}
+                             */
+                            state: "waiting" | "pending" | "active" | "claimed" | "completed" | "cancelled" | "dead";
+                            attempts: number;
+                            maxAttempts: number;
+                            /**
+                             * Format: date-time
+                             * @description when the retry may start
+                             */
+                            runAt: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 "4XX": {
                     headers: {
                         [name: string]: unknown;
@@ -1218,21 +1663,21 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            queues?: ({
+                            queues: ({
                                 /** @description queue name (the library checks its characters) */
-                                name?: string;
+                                name: string;
                                 /** @description global cap on running jobs across all processes; null: none */
-                                concurrency?: number | null;
+                                concurrency: number | null;
                                 /** @description cap on running jobs of one key (round-robin across keys); null: none */
-                                perKeyConcurrency?: number | null;
+                                perKeyConcurrency: number | null;
                                 /** @description cap on pending + active jobs of one key, beyond it sends get 429; null: none */
-                                maxPerKey?: number | null;
+                                maxPerKey: number | null;
                                 /** @description shed threshold on ready depth, beyond it sends get 503; null: none */
-                                maxPending?: number | null;
+                                maxPending: number | null;
                                 /** @description attempts before a job is dead (default 5) */
-                                maxAttempts?: number;
+                                maxAttempts: number;
                                 /** @description retry delay min(maxMs, baseMs * 2^(attempt - 1)), scaled by a random factor in [1 - jitter, 1] */
-                                backoff?: {
+                                backoff: {
                                     /** @description first retry delay (default 1000) */
                                     baseMs?: number;
                                     /** @description longest retry delay (default 3600000) */
@@ -1241,13 +1686,13 @@ export interface paths {
                                     jitter?: number;
                                 };
                                 /** @description lease a claim takes; heartbeats extend it (default 600) */
-                                leaseSeconds?: number;
+                                leaseSeconds: number;
                                 /** @description what 503 and 429 refusals tell callers to wait (default 5) */
-                                retryAfterSeconds?: number;
+                                retryAfterSeconds: number;
                                 /** @description a paused queue accepts jobs; none are claimed */
-                                paused?: boolean;
+                                paused: boolean;
                                 /** @description how long finished jobs stay in the table */
-                                retention?: {
+                                retention: {
                                     /** @description default 86400 */
                                     completedSeconds?: number;
                                     /** @description default 86400 */
@@ -1256,108 +1701,115 @@ export interface paths {
                                     deadSeconds?: number;
                                 };
                                 /** @description move jobs past retention to job_archive instead of deleting them */
-                                archive?: boolean;
+                                archive: boolean;
                                 /** @description also send every job that dies here to this queue; null: none */
-                                deadLetterQueue?: string | (never | null);
+                                deadLetterQueue: string | (never | null);
                                 /** @description at most count jobs start in any window of periodMs (sliding, exact across processes); null: none */
-                                rateLimit?: {
+                                rateLimit: {
                                     /** @description starts per window */
                                     count: number;
                                     /** @description the window, in ms (up to a day) */
                                     periodMs: number;
                                 } | null;
                                 /** @description at most units of jobs' cost start in any window of periodMs; null: none */
-                                budget?: {
+                                budget: {
                                     /** @description units of cost per window */
                                     units: number;
                                     /** @description the window, in ms (up to a day) */
                                     periodMs: number;
                                 } | null;
                                 /** @description for each key, at most count of its jobs start in any window of periodMs; null: none */
-                                perKeyRateLimit?: {
+                                perKeyRateLimit: {
                                     /** @description starts per key per window */
                                     count: number;
                                     /** @description the window, in ms (up to a day) */
                                     periodMs: number;
                                 } | null;
                                 /** @description for each key, at most units of its jobs' cost start in any window of periodMs; null: none */
-                                perKeyBudget?: {
+                                perKeyBudget: {
                                     /** @description units of cost per key per window */
                                     units: number;
                                     /** @description the window, in ms (up to a day) */
                                     periodMs: number;
                                 } | null;
                                 /** @description refuse a send whose projected wait to start passes this (needs rateLimit or budget); null: none */
-                                maxWaitMs?: number | null;
+                                maxWaitMs: number | null;
+                                /**
+                                 * @description flush (default): acknowledged work survives a crash of the database. async: the server's own transactions for the queue commit without waiting for their WAL flush, so a crash of the database can undo the last fraction of a second of acknowledged work (never corrupt it)
+                                 * @enum {string}
+                                 */
+                                durability: "flush" | "async";
                                 /**
                                  * Format: date-time
                                  * @description when the queue was created
                                  */
-                                createdAt?: string;
+                                createdAt: string;
                                 /**
                                  * Format: date-time
                                  * @description when its policy last changed
                                  */
-                                updatedAt?: string;
+                                updatedAt: string;
                                 /** @description counts read from the table now */
-                                stats?: {
+                                stats: {
                                     /** @description queue name (the library checks its characters) */
-                                    queue?: string;
+                                    queue: string;
                                     /** @description pending and due */
-                                    ready?: number;
+                                    ready: number;
                                     /** @description pending, not yet due */
-                                    scheduled?: number;
+                                    scheduled: number;
                                     /** @description waiting for parents to end (dependsOn) */
-                                    waiting?: number;
+                                    waiting: number;
                                     /** @description leased and running (holding a slot of the cap on a capped queue) */
-                                    active?: number;
+                                    active: number;
                                     /** @description claimed ahead by a worker of a capped queue, waiting for a slot */
-                                    claimedAhead?: number;
+                                    claimedAhead: number;
                                     /** @description completed, not yet removed by retention */
-                                    completed?: number;
+                                    completed: number;
                                     /** @description cancelled, not yet removed by retention */
-                                    cancelled?: number;
+                                    cancelled: number;
                                     /** @description dead, not yet removed by retention */
-                                    dead?: number;
+                                    dead: number;
                                     /** @description age of the oldest ready job (the lag); 0 when none is ready */
-                                    oldestReadyAgeSeconds?: number;
+                                    oldestReadyAgeSeconds: number;
                                     /** @description the global cap, to read active against */
-                                    concurrency?: number | null;
+                                    concurrency: number | null;
                                     /** @description claims are stopped */
-                                    paused?: boolean;
+                                    paused: boolean;
                                     /** @description what the rate has used of its current window; null: the queue has none */
-                                    rateUse?: ({
+                                    rateUse: ({
                                         /** @description starts in the last periodMs (above limit only after the limit was lowered) */
-                                        used?: number;
+                                        used: number;
                                         /** @description what the window allows */
-                                        limit?: number;
+                                        limit: number;
                                         /** @description the window, in ms */
-                                        periodMs?: number;
+                                        periodMs: number;
                                     } & {
                                         [key: string]: unknown;
                                     }) | null;
                                     /** @description what the budget has used of its current window; null: the queue has none */
-                                    budgetUse?: ({
+                                    budgetUse: ({
                                         /** @description units of cost started in the last periodMs (above limit only after the limit was lowered) */
-                                        used?: number;
+                                        used: number;
                                         /** @description what the window allows */
-                                        limit?: number;
+                                        limit: number;
                                         /** @description the window, in ms */
-                                        periodMs?: number;
+                                        periodMs: number;
                                     } & {
                                         [key: string]: unknown;
                                     }) | null;
                                     /** @description ready jobs the rate and the budget hold back now: beyond the room left in their windows, in claim order (all of them while a window is full); 0 without either */
-                                    heldBack?: number;
+                                    heldBack: number;
+                                    /** @description the counts that are estimates: exact up to 100,000 jobs, past that the planner's estimate from the table's statistics; empty when all are exact */
+                                    estimated: ("ready" | "scheduled" | "waiting" | "completed" | "cancelled" | "dead" | "heldBack")[];
                                 } & {
                                     [key: string]: unknown;
                                 };
                                 /** @description sends refused over the last hour, by every process (counted in the database) */
-                                refusals?: {
+                                refusals: {
                                     /** @description 503 queue_full */
-                                    shed?: number;
+                                    shed: number;
                                     /** @description 429 key_limit */
-                                    keyLimited?: number;
+                                    keyLimited: number;
                                 } & {
                                     [key: string]: unknown;
                                 };
@@ -1431,19 +1883,19 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description queue name (the library checks its characters) */
-                            name?: string;
+                            name: string;
                             /** @description global cap on running jobs across all processes; null: none */
-                            concurrency?: number | null;
+                            concurrency: number | null;
                             /** @description cap on running jobs of one key (round-robin across keys); null: none */
-                            perKeyConcurrency?: number | null;
+                            perKeyConcurrency: number | null;
                             /** @description cap on pending + active jobs of one key, beyond it sends get 429; null: none */
-                            maxPerKey?: number | null;
+                            maxPerKey: number | null;
                             /** @description shed threshold on ready depth, beyond it sends get 503; null: none */
-                            maxPending?: number | null;
+                            maxPending: number | null;
                             /** @description attempts before a job is dead (default 5) */
-                            maxAttempts?: number;
+                            maxAttempts: number;
                             /** @description retry delay min(maxMs, baseMs * 2^(attempt - 1)), scaled by a random factor in [1 - jitter, 1] */
-                            backoff?: {
+                            backoff: {
                                 /** @description first retry delay (default 1000) */
                                 baseMs?: number;
                                 /** @description longest retry delay (default 3600000) */
@@ -1452,13 +1904,13 @@ export interface paths {
                                 jitter?: number;
                             };
                             /** @description lease a claim takes; heartbeats extend it (default 600) */
-                            leaseSeconds?: number;
+                            leaseSeconds: number;
                             /** @description what 503 and 429 refusals tell callers to wait (default 5) */
-                            retryAfterSeconds?: number;
+                            retryAfterSeconds: number;
                             /** @description a paused queue accepts jobs; none are claimed */
-                            paused?: boolean;
+                            paused: boolean;
                             /** @description how long finished jobs stay in the table */
-                            retention?: {
+                            retention: {
                                 /** @description default 86400 */
                                 completedSeconds?: number;
                                 /** @description default 86400 */
@@ -1467,108 +1919,115 @@ export interface paths {
                                 deadSeconds?: number;
                             };
                             /** @description move jobs past retention to job_archive instead of deleting them */
-                            archive?: boolean;
+                            archive: boolean;
                             /** @description also send every job that dies here to this queue; null: none */
-                            deadLetterQueue?: string | (never | null);
+                            deadLetterQueue: string | (never | null);
                             /** @description at most count jobs start in any window of periodMs (sliding, exact across processes); null: none */
-                            rateLimit?: {
+                            rateLimit: {
                                 /** @description starts per window */
                                 count: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description at most units of jobs' cost start in any window of periodMs; null: none */
-                            budget?: {
+                            budget: {
                                 /** @description units of cost per window */
                                 units: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description for each key, at most count of its jobs start in any window of periodMs; null: none */
-                            perKeyRateLimit?: {
+                            perKeyRateLimit: {
                                 /** @description starts per key per window */
                                 count: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description for each key, at most units of its jobs' cost start in any window of periodMs; null: none */
-                            perKeyBudget?: {
+                            perKeyBudget: {
                                 /** @description units of cost per key per window */
                                 units: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description refuse a send whose projected wait to start passes this (needs rateLimit or budget); null: none */
-                            maxWaitMs?: number | null;
+                            maxWaitMs: number | null;
+                            /**
+                             * @description flush (default): acknowledged work survives a crash of the database. async: the server's own transactions for the queue commit without waiting for their WAL flush, so a crash of the database can undo the last fraction of a second of acknowledged work (never corrupt it)
+                             * @enum {string}
+                             */
+                            durability: "flush" | "async";
                             /**
                              * Format: date-time
                              * @description when the queue was created
                              */
-                            createdAt?: string;
+                            createdAt: string;
                             /**
                              * Format: date-time
                              * @description when its policy last changed
                              */
-                            updatedAt?: string;
+                            updatedAt: string;
                             /** @description counts read from the table now */
-                            stats?: {
+                            stats: {
                                 /** @description queue name (the library checks its characters) */
-                                queue?: string;
+                                queue: string;
                                 /** @description pending and due */
-                                ready?: number;
+                                ready: number;
                                 /** @description pending, not yet due */
-                                scheduled?: number;
+                                scheduled: number;
                                 /** @description waiting for parents to end (dependsOn) */
-                                waiting?: number;
+                                waiting: number;
                                 /** @description leased and running (holding a slot of the cap on a capped queue) */
-                                active?: number;
+                                active: number;
                                 /** @description claimed ahead by a worker of a capped queue, waiting for a slot */
-                                claimedAhead?: number;
+                                claimedAhead: number;
                                 /** @description completed, not yet removed by retention */
-                                completed?: number;
+                                completed: number;
                                 /** @description cancelled, not yet removed by retention */
-                                cancelled?: number;
+                                cancelled: number;
                                 /** @description dead, not yet removed by retention */
-                                dead?: number;
+                                dead: number;
                                 /** @description age of the oldest ready job (the lag); 0 when none is ready */
-                                oldestReadyAgeSeconds?: number;
+                                oldestReadyAgeSeconds: number;
                                 /** @description the global cap, to read active against */
-                                concurrency?: number | null;
+                                concurrency: number | null;
                                 /** @description claims are stopped */
-                                paused?: boolean;
+                                paused: boolean;
                                 /** @description what the rate has used of its current window; null: the queue has none */
-                                rateUse?: ({
+                                rateUse: ({
                                     /** @description starts in the last periodMs (above limit only after the limit was lowered) */
-                                    used?: number;
+                                    used: number;
                                     /** @description what the window allows */
-                                    limit?: number;
+                                    limit: number;
                                     /** @description the window, in ms */
-                                    periodMs?: number;
+                                    periodMs: number;
                                 } & {
                                     [key: string]: unknown;
                                 }) | null;
                                 /** @description what the budget has used of its current window; null: the queue has none */
-                                budgetUse?: ({
+                                budgetUse: ({
                                     /** @description units of cost started in the last periodMs (above limit only after the limit was lowered) */
-                                    used?: number;
+                                    used: number;
                                     /** @description what the window allows */
-                                    limit?: number;
+                                    limit: number;
                                     /** @description the window, in ms */
-                                    periodMs?: number;
+                                    periodMs: number;
                                 } & {
                                     [key: string]: unknown;
                                 }) | null;
                                 /** @description ready jobs the rate and the budget hold back now: beyond the room left in their windows, in claim order (all of them while a window is full); 0 without either */
-                                heldBack?: number;
+                                heldBack: number;
+                                /** @description the counts that are estimates: exact up to 100,000 jobs, past that the planner's estimate from the table's statistics; empty when all are exact */
+                                estimated: ("ready" | "scheduled" | "waiting" | "completed" | "cancelled" | "dead" | "heldBack")[];
                             } & {
                                 [key: string]: unknown;
                             };
                             /** @description sends refused over the last hour, by every process (counted in the database) */
-                            refusals?: {
+                            refusals: {
                                 /** @description 503 queue_full */
-                                shed?: number;
+                                shed: number;
                                 /** @description 429 key_limit */
-                                keyLimited?: number;
+                                keyLimited: number;
                             } & {
                                 [key: string]: unknown;
                             };
@@ -1686,6 +2145,11 @@ export interface paths {
                         } | null;
                         /** @description refuse a send whose projected wait to start passes this (needs rateLimit or budget); null: none */
                         maxWaitMs?: number | null;
+                        /**
+                         * @description flush (default): acknowledged work survives a crash of the database. async: the server's own transactions for the queue commit without waiting for their WAL flush, so a crash of the database can undo the last fraction of a second of acknowledged work (never corrupt it)
+                         * @enum {string}
+                         */
+                        durability?: "flush" | "async";
                     };
                 };
             };
@@ -1698,19 +2162,19 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description queue name (the library checks its characters) */
-                            name?: string;
+                            name: string;
                             /** @description global cap on running jobs across all processes; null: none */
-                            concurrency?: number | null;
+                            concurrency: number | null;
                             /** @description cap on running jobs of one key (round-robin across keys); null: none */
-                            perKeyConcurrency?: number | null;
+                            perKeyConcurrency: number | null;
                             /** @description cap on pending + active jobs of one key, beyond it sends get 429; null: none */
-                            maxPerKey?: number | null;
+                            maxPerKey: number | null;
                             /** @description shed threshold on ready depth, beyond it sends get 503; null: none */
-                            maxPending?: number | null;
+                            maxPending: number | null;
                             /** @description attempts before a job is dead (default 5) */
-                            maxAttempts?: number;
+                            maxAttempts: number;
                             /** @description retry delay min(maxMs, baseMs * 2^(attempt - 1)), scaled by a random factor in [1 - jitter, 1] */
-                            backoff?: {
+                            backoff: {
                                 /** @description first retry delay (default 1000) */
                                 baseMs?: number;
                                 /** @description longest retry delay (default 3600000) */
@@ -1719,13 +2183,13 @@ export interface paths {
                                 jitter?: number;
                             };
                             /** @description lease a claim takes; heartbeats extend it (default 600) */
-                            leaseSeconds?: number;
+                            leaseSeconds: number;
                             /** @description what 503 and 429 refusals tell callers to wait (default 5) */
-                            retryAfterSeconds?: number;
+                            retryAfterSeconds: number;
                             /** @description a paused queue accepts jobs; none are claimed */
-                            paused?: boolean;
+                            paused: boolean;
                             /** @description how long finished jobs stay in the table */
-                            retention?: {
+                            retention: {
                                 /** @description default 86400 */
                                 completedSeconds?: number;
                                 /** @description default 86400 */
@@ -1734,49 +2198,54 @@ export interface paths {
                                 deadSeconds?: number;
                             };
                             /** @description move jobs past retention to job_archive instead of deleting them */
-                            archive?: boolean;
+                            archive: boolean;
                             /** @description also send every job that dies here to this queue; null: none */
-                            deadLetterQueue?: string | (never | null);
+                            deadLetterQueue: string | (never | null);
                             /** @description at most count jobs start in any window of periodMs (sliding, exact across processes); null: none */
-                            rateLimit?: {
+                            rateLimit: {
                                 /** @description starts per window */
                                 count: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description at most units of jobs' cost start in any window of periodMs; null: none */
-                            budget?: {
+                            budget: {
                                 /** @description units of cost per window */
                                 units: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description for each key, at most count of its jobs start in any window of periodMs; null: none */
-                            perKeyRateLimit?: {
+                            perKeyRateLimit: {
                                 /** @description starts per key per window */
                                 count: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description for each key, at most units of its jobs' cost start in any window of periodMs; null: none */
-                            perKeyBudget?: {
+                            perKeyBudget: {
                                 /** @description units of cost per key per window */
                                 units: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description refuse a send whose projected wait to start passes this (needs rateLimit or budget); null: none */
-                            maxWaitMs?: number | null;
+                            maxWaitMs: number | null;
+                            /**
+                             * @description flush (default): acknowledged work survives a crash of the database. async: the server's own transactions for the queue commit without waiting for their WAL flush, so a crash of the database can undo the last fraction of a second of acknowledged work (never corrupt it)
+                             * @enum {string}
+                             */
+                            durability: "flush" | "async";
                             /**
                              * Format: date-time
                              * @description when the queue was created
                              */
-                            createdAt?: string;
+                            createdAt: string;
                             /**
                              * Format: date-time
                              * @description when its policy last changed
                              */
-                            updatedAt?: string;
+                            updatedAt: string;
                         } & {
                             [key: string]: unknown;
                         };
@@ -1845,19 +2314,19 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description queue name (the library checks its characters) */
-                            name?: string;
+                            name: string;
                             /** @description global cap on running jobs across all processes; null: none */
-                            concurrency?: number | null;
+                            concurrency: number | null;
                             /** @description cap on running jobs of one key (round-robin across keys); null: none */
-                            perKeyConcurrency?: number | null;
+                            perKeyConcurrency: number | null;
                             /** @description cap on pending + active jobs of one key, beyond it sends get 429; null: none */
-                            maxPerKey?: number | null;
+                            maxPerKey: number | null;
                             /** @description shed threshold on ready depth, beyond it sends get 503; null: none */
-                            maxPending?: number | null;
+                            maxPending: number | null;
                             /** @description attempts before a job is dead (default 5) */
-                            maxAttempts?: number;
+                            maxAttempts: number;
                             /** @description retry delay min(maxMs, baseMs * 2^(attempt - 1)), scaled by a random factor in [1 - jitter, 1] */
-                            backoff?: {
+                            backoff: {
                                 /** @description first retry delay (default 1000) */
                                 baseMs?: number;
                                 /** @description longest retry delay (default 3600000) */
@@ -1866,13 +2335,13 @@ export interface paths {
                                 jitter?: number;
                             };
                             /** @description lease a claim takes; heartbeats extend it (default 600) */
-                            leaseSeconds?: number;
+                            leaseSeconds: number;
                             /** @description what 503 and 429 refusals tell callers to wait (default 5) */
-                            retryAfterSeconds?: number;
+                            retryAfterSeconds: number;
                             /** @description a paused queue accepts jobs; none are claimed */
-                            paused?: boolean;
+                            paused: boolean;
                             /** @description how long finished jobs stay in the table */
-                            retention?: {
+                            retention: {
                                 /** @description default 86400 */
                                 completedSeconds?: number;
                                 /** @description default 86400 */
@@ -1881,49 +2350,54 @@ export interface paths {
                                 deadSeconds?: number;
                             };
                             /** @description move jobs past retention to job_archive instead of deleting them */
-                            archive?: boolean;
+                            archive: boolean;
                             /** @description also send every job that dies here to this queue; null: none */
-                            deadLetterQueue?: string | (never | null);
+                            deadLetterQueue: string | (never | null);
                             /** @description at most count jobs start in any window of periodMs (sliding, exact across processes); null: none */
-                            rateLimit?: {
+                            rateLimit: {
                                 /** @description starts per window */
                                 count: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description at most units of jobs' cost start in any window of periodMs; null: none */
-                            budget?: {
+                            budget: {
                                 /** @description units of cost per window */
                                 units: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description for each key, at most count of its jobs start in any window of periodMs; null: none */
-                            perKeyRateLimit?: {
+                            perKeyRateLimit: {
                                 /** @description starts per key per window */
                                 count: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description for each key, at most units of its jobs' cost start in any window of periodMs; null: none */
-                            perKeyBudget?: {
+                            perKeyBudget: {
                                 /** @description units of cost per key per window */
                                 units: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description refuse a send whose projected wait to start passes this (needs rateLimit or budget); null: none */
-                            maxWaitMs?: number | null;
+                            maxWaitMs: number | null;
+                            /**
+                             * @description flush (default): acknowledged work survives a crash of the database. async: the server's own transactions for the queue commit without waiting for their WAL flush, so a crash of the database can undo the last fraction of a second of acknowledged work (never corrupt it)
+                             * @enum {string}
+                             */
+                            durability: "flush" | "async";
                             /**
                              * Format: date-time
                              * @description when the queue was created
                              */
-                            createdAt?: string;
+                            createdAt: string;
                             /**
                              * Format: date-time
                              * @description when its policy last changed
                              */
-                            updatedAt?: string;
+                            updatedAt: string;
                         } & {
                             [key: string]: unknown;
                         };
@@ -1991,19 +2465,19 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @description queue name (the library checks its characters) */
-                            name?: string;
+                            name: string;
                             /** @description global cap on running jobs across all processes; null: none */
-                            concurrency?: number | null;
+                            concurrency: number | null;
                             /** @description cap on running jobs of one key (round-robin across keys); null: none */
-                            perKeyConcurrency?: number | null;
+                            perKeyConcurrency: number | null;
                             /** @description cap on pending + active jobs of one key, beyond it sends get 429; null: none */
-                            maxPerKey?: number | null;
+                            maxPerKey: number | null;
                             /** @description shed threshold on ready depth, beyond it sends get 503; null: none */
-                            maxPending?: number | null;
+                            maxPending: number | null;
                             /** @description attempts before a job is dead (default 5) */
-                            maxAttempts?: number;
+                            maxAttempts: number;
                             /** @description retry delay min(maxMs, baseMs * 2^(attempt - 1)), scaled by a random factor in [1 - jitter, 1] */
-                            backoff?: {
+                            backoff: {
                                 /** @description first retry delay (default 1000) */
                                 baseMs?: number;
                                 /** @description longest retry delay (default 3600000) */
@@ -2012,13 +2486,13 @@ export interface paths {
                                 jitter?: number;
                             };
                             /** @description lease a claim takes; heartbeats extend it (default 600) */
-                            leaseSeconds?: number;
+                            leaseSeconds: number;
                             /** @description what 503 and 429 refusals tell callers to wait (default 5) */
-                            retryAfterSeconds?: number;
+                            retryAfterSeconds: number;
                             /** @description a paused queue accepts jobs; none are claimed */
-                            paused?: boolean;
+                            paused: boolean;
                             /** @description how long finished jobs stay in the table */
-                            retention?: {
+                            retention: {
                                 /** @description default 86400 */
                                 completedSeconds?: number;
                                 /** @description default 86400 */
@@ -2027,49 +2501,54 @@ export interface paths {
                                 deadSeconds?: number;
                             };
                             /** @description move jobs past retention to job_archive instead of deleting them */
-                            archive?: boolean;
+                            archive: boolean;
                             /** @description also send every job that dies here to this queue; null: none */
-                            deadLetterQueue?: string | (never | null);
+                            deadLetterQueue: string | (never | null);
                             /** @description at most count jobs start in any window of periodMs (sliding, exact across processes); null: none */
-                            rateLimit?: {
+                            rateLimit: {
                                 /** @description starts per window */
                                 count: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description at most units of jobs' cost start in any window of periodMs; null: none */
-                            budget?: {
+                            budget: {
                                 /** @description units of cost per window */
                                 units: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description for each key, at most count of its jobs start in any window of periodMs; null: none */
-                            perKeyRateLimit?: {
+                            perKeyRateLimit: {
                                 /** @description starts per key per window */
                                 count: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description for each key, at most units of its jobs' cost start in any window of periodMs; null: none */
-                            perKeyBudget?: {
+                            perKeyBudget: {
                                 /** @description units of cost per key per window */
                                 units: number;
                                 /** @description the window, in ms (up to a day) */
                                 periodMs: number;
                             } | null;
                             /** @description refuse a send whose projected wait to start passes this (needs rateLimit or budget); null: none */
-                            maxWaitMs?: number | null;
+                            maxWaitMs: number | null;
+                            /**
+                             * @description flush (default): acknowledged work survives a crash of the database. async: the server's own transactions for the queue commit without waiting for their WAL flush, so a crash of the database can undo the last fraction of a second of acknowledged work (never corrupt it)
+                             * @enum {string}
+                             */
+                            durability: "flush" | "async";
                             /**
                              * Format: date-time
                              * @description when the queue was created
                              */
-                            createdAt?: string;
+                            createdAt: string;
                             /**
                              * Format: date-time
                              * @description when its policy last changed
                              */
-                            updatedAt?: string;
+                            updatedAt: string;
                         } & {
                             [key: string]: unknown;
                         };
@@ -2175,7 +2654,7 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    /** @description how many minutes, the current one last (default 60) */
+                    /** @description how many minutes, the current one last (default 60, at most a day) */
                     minutes?: number;
                 };
                 header?: never;
@@ -2281,7 +2760,7 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    /** @description how many minutes, the current one last (default 60) */
+                    /** @description how many minutes, the current one last (default 60, at most a day) */
                     minutes?: number;
                 };
                 header?: never;
@@ -2572,7 +3051,7 @@ export interface paths {
                 query?: {
                     /** @description queue name (the library checks its characters) */
                     queue?: string;
-                    state?: "waiting" | "pending" | "active" | "completed" | "cancelled" | "dead";
+                    state?: "waiting" | "pending" | "active" | "claimed" | "completed" | "cancelled" | "dead";
                     /** @description jobs with this key */
                     key?: string;
                     /** @description created at or after */
@@ -2600,43 +3079,43 @@ export interface paths {
                             /** @description newest first */
                             jobs: ({
                                 /** @description job id */
-                                id?: string;
+                                id: string;
                                 /** @description queue name (the library checks its characters) */
-                                queue?: string;
+                                queue: string;
                                 /** @enum {string} */
-                                state?: "waiting" | "pending" | "active" | "completed" | "cancelled" | "dead";
+                                state: "waiting" | "pending" | "active" | "claimed" | "completed" | "cancelled" | "dead";
                                 /** @description the payload */
                                 data?: unknown;
                                 /** @description the key per-key limits count by */
-                                key?: string | null;
+                                key: string | null;
                                 /** @description at most one unfinished job with this key */
-                                singletonKey?: string | null;
+                                singletonKey: string | null;
                                 /** @description higher runs first */
-                                priority?: number;
+                                priority: number;
                                 /**
                                  * Format: date-time
                                  * @description not started before this time
                                  */
-                                runAt?: string;
+                                runAt: string;
                                 /** @description attempts started so far, the current one included */
-                                attempts?: number;
+                                attempts: number;
                                 /** @description attempts before the job is dead */
-                                maxAttempts?: number;
+                                maxAttempts: number;
                                 /** @description what the job counts against its queue's budget when it starts (as sent, or as its worker reported it) */
-                                cost?: number;
+                                cost: number;
                                 /** @description how long each attempt may run; null: no limit */
-                                timeoutMs?: number | null;
+                                timeoutMs: number | null;
                                 /**
                                  * Format: date-time
                                  * @description when the current lease ends
                                  */
-                                leaseExpiresAt?: string | null;
+                                leaseExpiresAt: string | null;
                                 /** @description the worker holding or last holding the job */
-                                workerId?: string | null;
+                                workerId: string | null;
                                 /** @description what the handler returned (completed jobs) */
                                 result?: unknown;
                                 /** @description every failed attempt, oldest first */
-                                errors?: ({
+                                errors: ({
                                     message?: string;
                                     name?: string;
                                     stack?: string;
@@ -2651,21 +3130,25 @@ export interface paths {
                                  * Format: date-time
                                  * @description when it was sent
                                  */
-                                createdAt?: string;
+                                createdAt: string;
                                 /**
                                  * Format: date-time
                                  * @description when its latest attempt started
                                  */
-                                startedAt?: string | null;
+                                startedAt: string | null;
                                 /**
                                  * Format: date-time
                                  * @description when it completed, died or was cancelled
                                  */
-                                finishedAt?: string | null;
+                                finishedAt: string | null;
                                 /** @description the trace context of its send (W3C trace context: `traceparent`, `tracestate`), or null when the sender traced nothing; a worker's span for the job continues it */
-                                traceContext?: {
+                                traceContext: {
                                     [key: string]: string;
                                 } | null;
+                                /** @description the last progress its handler reported (any JSON value), or null */
+                                progress?: unknown;
+                                /** @description log lines written for it so far (GET /api/jobs/:id/logs reads them) */
+                                logCount: number;
                             } & {
                                 [key: string]: unknown;
                             })[];
@@ -2823,6 +3306,171 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/webhooks/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Outbound webhook deliveries (dead ones with state=dead), newest first; nextCursor pages on */
+        get: {
+            parameters: {
+                query?: {
+                    state?: "waiting" | "pending" | "active" | "claimed" | "completed" | "cancelled" | "dead";
+                    target?: string;
+                    limit?: number;
+                    cursor?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deliveries?: {
+                                id?: string;
+                                target?: string;
+                                event?: {
+                                    type?: string;
+                                    jobId?: string | null;
+                                    queue?: string | null;
+                                    at?: string;
+                                };
+                                state?: string;
+                                attempts?: number;
+                                maxAttempts?: number;
+                                lastError?: string | null;
+                                /** Format: date-time */
+                                createdAt?: string;
+                                /** Format: date-time */
+                                finishedAt?: string | null;
+                            }[];
+                            nextCursor?: string | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/deliveries/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a dead or cancelled webhook delivery again (same delivery id) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description job id */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id?: string;
+                            target?: string;
+                            event?: {
+                                type?: string;
+                                jobId?: string | null;
+                                queue?: string | null;
+                                at?: string;
+                            };
+                            state?: string;
+                            attempts?: number;
+                            maxAttempts?: number;
+                            lastError?: string | null;
+                            /** Format: date-time */
+                            createdAt?: string;
+                            /** Format: date-time */
+                            finishedAt?: string | null;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -2864,7 +3512,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The database is reachable and the schema current */
+        /**
+         * The database answers within 2 s, its schema is this release's, and it runs this release's functions
+         * @description Not ready (503 not_ready) while the database does not answer in time (a stall, a partition, an outage), and during a rolling upgrade while it runs another release's functions: this instance then claims no jobs.
+         */
         get: {
             parameters: {
                 query?: never;
@@ -2880,6 +3531,78 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/instance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This instance's readiness, and the function set it was built for against the one the database runs
+         * @description During a rolling upgrade an instance whose release differs from the one that migrated the database last claims no jobs: `problem` is then `functions`, and `functionSet` says which sets differ.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ready: boolean;
+                            /** @enum {string} */
+                            problem?: "database" | "schema" | "functions";
+                            message?: string;
+                            functionSet: {
+                                expected: string;
+                                actual: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                            message: string;
+                        };
+                    };
                 };
             };
         };
@@ -2953,7 +3676,7 @@ export interface paths {
         put?: never;
         /**
          * Take in a signed webhook delivery: 202 enqueued, 200 a replayed delivery, 401 bad signature
-         * @description Authenticated by the signature, not a token: X-Hub-Signature-256 (and X-GitHub-Delivery, X-GitHub-Event) for a github source; the configured signature and delivery-id headers (default X-Signature-256, Idempotency-Key) for an hmac-sha256 source. The body must be application/json. Answered within the acknowledgement bound (default 4 s).
+         * @description Authenticated by the signature, not a token: X-Hub-Signature-256 (and X-GitHub-Delivery, X-GitHub-Event) for a github source; the configured signature and delivery-id headers (default X-Signature-256, Idempotency-Key) for an hmac-sha256 source. The body is application/json or, as GitHub sends it, application/x-www-form-urlencoded with payload=<JSON> (a source may declare other content types, kept as text); the signature is over the raw body. Answered within the acknowledgement bound (default 4 s).
          */
         post: {
             parameters: {

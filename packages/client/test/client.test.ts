@@ -41,11 +41,17 @@ test('typed calls: a job sent, claimed, completed and read back; an error answer
   const sent = await client.POST('/api/queues/{queue}/jobs', { params: { path: { queue: 'typed' } }, body: { data: { n: 1 }, key: 'k' } });
   assert.equal(sent.response.status, 202);
   const id: string = sent.data!.id;
-  const claimed = await client.POST('/api/queues/{queue}/claim', { params: { path: { queue: 'typed' } }, body: { max: 1, workerId: 'typed-client' } });
+  const claimed = await client.POST('/api/queues/{queue}/claim', {
+    params: { path: { queue: 'typed' } },
+    body: { max: 1, workerId: 'typed-client' },
+  });
   const job = claimed.data?.jobs?.[0];
   assert.equal(job?.id, id);
   assert.ok(job?.leaseToken);
-  const done = await client.POST('/api/jobs/{id}/complete', { params: { path: { id } }, body: { leaseToken: job.leaseToken, result: { ok: true } } });
+  const done = await client.POST('/api/jobs/{id}/complete', {
+    params: { path: { id } },
+    body: { leaseToken: job.leaseToken, result: { ok: true } },
+  });
   assert.equal(done.data?.state, 'completed');
   const read = await client.GET('/api/jobs/{id}', { params: { path: { id } } });
   assert.equal(read.data?.state, 'completed');

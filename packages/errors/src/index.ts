@@ -47,12 +47,21 @@ export type MissionsErrorCode =
   | 'catalog_invalid'
   | 'config_invalid'
   | 'mission_not_found'
+  | 'variant_not_found'
   | 'instance_not_found'
   | 'submission_not_found'
   | 'request_not_found'
   | 'invalid_state'
   | 'proof_rejected'
-  | 'generator_reply_invalid';
+  | 'generator_reply_invalid'
+  | 'cohort_not_found'
+  | 'invitation_not_found'
+  | 'invitation_invalid'
+  | 'invitation_expired'
+  | 'invitation_revoked'
+  | 'invitation_not_open'
+  | 'csv_invalid'
+  | 'forbidden';
 
 export type ErrorCode = EngineErrorCode | ProofErrorCode | MissionsErrorCode;
 
@@ -63,12 +72,25 @@ const HTTP: Record<ErrorCode, { status: number }> = {
   invalid_input: { status: 400 },
   unknown_role: { status: 400 },
   unknown_domain: { status: 400 },
+  // An uploaded file that is not what the route reads; the message names the line.
+  csv_invalid: { status: 400 },
   queue_not_found: { status: 404 },
   job_not_found: { status: 404 },
   mission_not_found: { status: 404 },
+  variant_not_found: { status: 404 },
   instance_not_found: { status: 404 },
   submission_not_found: { status: 404 },
   request_not_found: { status: 404 },
+  cohort_not_found: { status: 404 },
+  invitation_not_found: { status: 404 },
+  // A candidate's link or bearer token that is malformed, tampered with, expired or revoked.
+  invitation_invalid: { status: 401 },
+  invitation_expired: { status: 401 },
+  invitation_revoked: { status: 401 },
+  // A valid candidate token asking for another candidate's data.
+  forbidden: { status: 403 },
+  // A valid link of a cohort that has not started yet (with Retry-After: until its start).
+  invitation_not_open: { status: 403 },
   invalid_state: { status: 409 },
   lease_lost: { status: 409 },
   // A wait for a result whose job ended otherwise.

@@ -27,9 +27,20 @@ test("a proof engine's code answers from the same table, without Retry-After", (
   assert.equal('retryAfterSeconds' in err, false);
 });
 
-test('codes shared by engine and platform, and the platform\'s own, have their statuses', () => {
+test("codes shared by engine and platform, and the platform's own, have their statuses", () => {
   assert.deepEqual(
-    (['validation', 'invalid_state', 'payload_too_large', 'key_limit', 'proof_rejected', 'generator_reply_invalid'] as const).map(httpStatusOf),
+    (['validation', 'invalid_state', 'payload_too_large', 'key_limit', 'proof_rejected', 'generator_reply_invalid'] as const).map(
+      httpStatusOf,
+    ),
     [400, 409, 413, 429, 422, 502],
+  );
+});
+
+test("a candidate's token answers 401 when it cannot be trusted and 403 for another candidate's data", () => {
+  assert.deepEqual(
+    (
+      ['invitation_invalid', 'invitation_expired', 'invitation_revoked', 'forbidden', 'cohort_not_found', 'invitation_not_found'] as const
+    ).map(httpStatusOf),
+    [401, 401, 401, 403, 404, 404],
   );
 });

@@ -4,8 +4,6 @@ import { availableParallelism } from 'node:os';
 export interface QueueLimits {
   /** Global cap on running jobs. For generation this one value is also the client's local semaphore. */
   concurrency: number;
-  /** Jobs of one user waiting or running at once (`maxPerKey`). */
-  perUserLimit: number;
   /** Ready jobs beyond which new requests are shed (503). */
   maxPending: number;
   /** Attempts before a job is dead-lettered. */
@@ -28,7 +26,18 @@ export interface ModelLimits {
   tokensPerGeneration: number;
 }
 
+/** Grading's limits: a user's submissions waiting or being graded at once (`maxPerKey`) too. */
+export interface GradingLimits extends QueueLimits {
+  perUserLimit: number;
+}
+
 export interface MissionsConfig {
+  /**
+   * Requests of one user in flight at once: from the send until the request is proven or has
+   * failed, generation and proof both. Enforced by the proof queue's `maxPerKey`: a request's
+   * proof job is sent with its generation (waiting for it) and ends only when the request does.
+   */
+  requestsPerUser: number;
   /** Model work: the cap is about the model's budget. */
   generation: QueueLimits;
   /** The provider's rate and token limits, on the generation queue. */
@@ -36,7 +45,7 @@ export interface MissionsConfig {
   /** Proofs run test suites on this host: CPU work, capped by its cores by default. */
   proving: QueueLimits;
   /** Gradings run test suites too: capped by the host's cores by default. */
-  grading: QueueLimits;
+  grading: GradingLimits;
   /** A mission retires after this many serves... */
   retireAfterServes: number;
   /** ...or this many when its domain is technical. */
@@ -47,10 +56,25 @@ export interface MissionsConfig {
   runTimeoutMs: number;
   /** Candidates the offline mutation search proves at most per generation. */
   mutationMaxAttempts: number;
+  /** Proven bugs of distinct families a mission holds at most (its variants; fewer when the challenge allows fewer). */
+  variantsPerMission: number;
   /** Generation ahead of demand: each domain is kept at this many approved + pending missions. */
   refillTargetPerDomain: number;
   /** When the refill runs (cron, UTC); null: no schedule (call `refill()` yourself). */
   refillCron: string | null;
+  /** Candidates one cohort may invite at once. */
+  maxCohortSize: number;
+  /** How long before a cohort's start its missions are planned (cohort-plan.ts). */
+  cohortPlanLeadMs: number;
+  /** How long an invitation is valid, from its cohort's start (or its creation). */
+  invitationTtlMs: number;
+  /** Failed submissions after which the candidate's page shows the saboteur's hint. */
+  hintAfterFailedSubmissions: number;
+  /**
+   * A candidate's request for their mission is answered within this, in ms: a mission, a
+   * queue position, or, past it, an honest 503 (`admission_unavailable`, Retry-After).
+   */
+  candidateAnswerMs: number;
 }
 
 export const GENERATION_QUEUE = 'missions.generate';
@@ -60,30 +84,39 @@ export const GRADING_QUEUE = 'missions.grade';
 export const GRADING_DEAD_QUEUE = 'missions.grade.dead';
 export const REFILL_QUEUE = 'missions.refill';
 export const REFILL_SCHEDULE = 'missions.refill';
+/** A cohort's planning job: generation ahead of its start (cohort-plan.ts). */
+export const COHORT_PLAN_QUEUE = 'missions.plan-cohort';
 
 /** The host's cores: how many test suites it can run at once. */
 export const HOST_CORES = availableParallelism();
 
 export const DEFAULT_CONFIG: MissionsConfig = {
-  generation: { concurrency: 40, perUserLimit: 3, maxPending: 200, maxAttempts: 5, retryBaseMs: 2_000 },
+  requestsPerUser: 3,
+  generation: { concurrency: 40, maxPending: 200, maxAttempts: 5, retryBaseMs: 2_000 },
   model: { generationsPerMinute: null, tokensPerMinute: null, tokensPerGeneration: 8_000 },
-  // A proof is a job of its own once generation is done; a user's proofs are bounded by their generations.
-  proving: { concurrency: HOST_CORES, perUserLimit: 1_000, maxPending: 1_000, maxAttempts: 5, retryBaseMs: 2_000 },
+  proving: { concurrency: HOST_CORES, maxPending: 1_000, maxAttempts: 5, retryBaseMs: 2_000 },
   grading: { concurrency: HOST_CORES, perUserLimit: 3, maxPending: 500, maxAttempts: 3, retryBaseMs: 2_000 },
   retireAfterServes: 50,
   retireAfterServesTechnical: 100,
   autoApprove: false,
   runTimeoutMs: 30_000,
   mutationMaxAttempts: 25,
+  variantsPerMission: 3,
   refillTargetPerDomain: 5,
   refillCron: '*/5 * * * *',
+  maxCohortSize: 500,
+  cohortPlanLeadMs: 24 * 3_600_000,
+  invitationTtlMs: 14 * 24 * 3_600_000,
+  hintAfterFailedSubmissions: 2,
+  // Under the 5 s a page may wait, with room for the answer's way back.
+  candidateAnswerMs: 4_000,
 };
 
 export type MissionsConfigInput = Partial<Omit<MissionsConfig, 'generation' | 'model' | 'proving' | 'grading'>> & {
   generation?: Partial<QueueLimits>;
   model?: Partial<ModelLimits>;
   proving?: Partial<QueueLimits>;
-  grading?: Partial<QueueLimits>;
+  grading?: Partial<GradingLimits>;
 };
 
 export function resolveConfig(input: MissionsConfigInput = {}): MissionsConfig {

@@ -21,3 +21,17 @@ export class ProofRejectedError extends MissionsError {
     this.summary = summary;
   }
 }
+
+/**
+ * A valid link of a cohort whose start is still ahead: `invitation_not_open` (403), with
+ * when it opens and, as Retry-After, the seconds until then.
+ */
+export class InvitationNotOpenError extends MissionsError {
+  readonly opensAt: Date;
+  override readonly retryAfterSeconds: number;
+  constructor(opensAt: Date, now: Date) {
+    super('invitation_not_open', `this assessment opens at ${opensAt.toISOString()}: come back then, with the same link`);
+    this.opensAt = opensAt;
+    this.retryAfterSeconds = Math.max(1, Math.ceil((opensAt.getTime() - now.getTime()) / 1000));
+  }
+}

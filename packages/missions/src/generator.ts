@@ -12,6 +12,8 @@ export interface GenerationRequest {
   domain: string;
   /** Same seed, same challenge. */
   seed: number;
+  /** The catalog entry to draw, when the generator has a catalog (a refill's plan); the seed still picks the names. */
+  source?: string;
 }
 
 export interface GeneratedChallenge {
@@ -30,6 +32,11 @@ export interface GeneratedChallenge {
 export interface Generator {
   readonly kind: string;
   generate(request: GenerationRequest, signal?: AbortSignal): Promise<GeneratedChallenge>;
+  /**
+   * Up to `count` catalog entries of the domain to plan, none of `avoid` (challenges already
+   * pending there), each once; absent for a generator without a catalog.
+   */
+  plan?(domain: string, avoid: ReadonlySet<string>, count: number): string[];
 }
 
 export interface OfflineGeneratorOptions {
@@ -48,11 +55,16 @@ export class OfflineGenerator implements Generator {
     this.generationDelayMs = options.generationDelayMs ?? 0;
   }
 
+  plan(domain: string, avoid: ReadonlySet<string>, count: number): string[] {
+    return planFromCatalog(this.catalog, domain, avoid, count);
+  }
+
   async generate(request: GenerationRequest, signal?: AbortSignal): Promise<GeneratedChallenge> {
     const entries = this.catalog.filter((e) => e.domain === request.domain);
     if (entries.length === 0) throw new MissionsError('unknown_domain', `the catalog has no challenge in domain "${request.domain}"`);
     const random = seededRandom(request.seed);
-    const entry = entries[Math.floor(random() * entries.length)]!;
+    const drawn = entries[Math.floor(random() * entries.length)]!;
+    const entry = entries.find((e) => e.id === request.source) ?? drawn;
     const names: Record<string, string> = {};
     for (const [placeholder, alternatives] of Object.entries(entry.names)) {
       names[placeholder] = alternatives[Math.floor(random() * alternatives.length)]!;
@@ -68,6 +80,17 @@ export class OfflineGenerator implements Generator {
       tests: renderFiles(entry.tests, names),
     };
   }
+}
+
+/**
+ * The entries of a domain not in `avoid`, in catalog order: a refill never plans a
+ * challenge already pending in the domain, nor one twice (fewer when the domain runs out).
+ */
+export function planFromCatalog(catalog: readonly CatalogEntry[], domain: string, avoid: ReadonlySet<string>, count: number): string[] {
+  return catalog
+    .filter((e) => e.domain === domain && !avoid.has(e.id))
+    .map((e) => e.id)
+    .slice(0, Math.max(0, count));
 }
 
 /** Replaces `{{name}}` placeholders; an unknown placeholder is a catalog bug, so it throws. */

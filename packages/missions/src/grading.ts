@@ -14,5 +14,14 @@ export function gradeSuite(result: SuiteResult): GradeResult {
   else if (result.problems.length > 0) summary = `the run was incomplete: ${result.problems[0]}`;
   else if (tests.length === 0) summary = 'no test ran';
   else summary = `${testsPassed} of ${tests.length} tests passed`;
-  return { passed, testsRun: tests.length, testsPassed, tests, setupError: result.setupError, problems: result.problems, timedOut: result.timedOut, summary };
+  return {
+    passed,
+    testsRun: tests.length,
+    testsPassed,
+    tests,
+    setupError: result.setupError,
+    problems: result.problems,
+    timedOut: result.timedOut,
+    summary,
+  };
 }

@@ -10,10 +10,10 @@ import { MissionsError } from './errors.js';
 import { seededRandom, type GeneratedChallenge, type GenerationRequest, type Generator } from './generator.js';
 
 const RUNNER_CONVENTIONS: Record<Language, string> = {
-  javascript: 'Jest 30, CommonJS: solution `x.js` exports with `module.exports`; tests `x.test.js` use `require(\'./x\')`.',
-  typescript: 'Jest 30 with ts-jest: solution `x.ts` uses `export`; tests `x.test.ts` use `import { … } from \'./x\'`.',
+  javascript: "Jest 30, CommonJS: solution `x.js` exports with `module.exports`; tests `x.test.js` use `require('./x')`.",
+  typescript: "Jest 30 with ts-jest: solution `x.ts` uses `export`; tests `x.test.ts` use `import { … } from './x'`.",
   python: 'pytest: solution `x.py`; tests `test_x.py` do `from x import …` and define `test_…` functions.',
-  sql: 'PostgreSQL 15 + pgTAP: `solution.sql` creates tables, rows and a function returning a number; tests `test_x.sql` are `BEGIN; SELECT plan(n); SELECT is(f(...), value, \'description\'); … SELECT * FROM finish(); ROLLBACK;`.',
+  sql: "PostgreSQL 15 + pgTAP: `solution.sql` creates tables, rows and a function returning a number; tests `test_x.sql` are `BEGIN; SELECT plan(n); SELECT is(f(...), value, 'description'); … SELECT * FROM finish(); ROLLBACK;`.",
 };
 
 const MAX_FILE_CHARS = 20_000;
@@ -58,7 +58,7 @@ export function buildGenerationPrompt(domain: string, language: Language): ChatM
       content: [
         'You write short, realistic coding challenges for job assessments.',
         `Domain: ${domain}. Language: ${language}. ${RUNNER_CONVENTIONS[language]}`,
-        'Write one small function a practitioner of this domain would really write, a correct (gold) solution, and 2 to 5 tests that all pass on it and each check the function\'s result.',
+        "Write one small function a practitioner of this domain would really write, a correct (gold) solution, and 2 to 5 tests that all pass on it and each check the function's result.",
         'No network, no files, no randomness, no clock. Reply with one JSON object only:',
         '{"title": string, "brief": string (what the code must do, as a ticket), "solution": {path: contents}, "tests": {path: contents}}',
       ].join('\n'),
@@ -92,7 +92,8 @@ function files(value: unknown, field: string, invalid: (why: string) => Missions
   for (const [path, text] of entries) {
     // Relative, forward slashes, no climbing out of the workspace.
     if (!/^[A-Za-z0-9_][A-Za-z0-9_.\-/]{0,120}$/.test(path) || path.split('/').includes('..')) throw invalid(`bad file path "${path}"`);
-    if (typeof text !== 'string' || text.length > MAX_FILE_CHARS) throw invalid(`"${path}" must be text under ${MAX_FILE_CHARS} characters`);
+    if (typeof text !== 'string' || text.length > MAX_FILE_CHARS)
+      throw invalid(`"${path}" must be text under ${MAX_FILE_CHARS} characters`);
   }
   return Object.fromEntries(entries) as Record<string, string>;
 }

@@ -14,7 +14,8 @@ export function proofSummary(summary: string, checks: ProofChecks | undefined, a
   }
   const counts = new Map<string, number>();
   const rejected = attempts.filter((a) => !a.accepted);
-  for (const attempt of rejected) for (const code of attempt.codes ?? (attempt.error ? ['saboteur_error'] : [])) counts.set(code, (counts.get(code) ?? 0) + 1);
+  for (const attempt of rejected)
+    for (const code of attempt.codes ?? (attempt.error ? ['saboteur_error'] : [])) counts.set(code, (counts.get(code) ?? 0) + 1);
   if (rejected.length > 0) {
     const codes = [...counts].map(([code, n]) => `${code} ×${n}`).join(', ');
     parts.push(`${rejected.length} earlier bug(s) rejected${codes ? `: ${codes}` : ''}`);

@@ -1,10 +1,9 @@
 /** Database rows → the platform's types. */
-import type { Instance, Mission, Submission } from './types.js';
+import type { Instance, Mission, MissionVariant, Submission } from './types.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 type Row = Record<string, any>;
 
-export function missionFromRow(r: Row): Mission {
+export function missionFromRow(r: Row, variants: MissionVariant[] = []): Mission {
   return {
     id: String(r.id),
     source: r.source,
@@ -19,6 +18,7 @@ export function missionFromRow(r: Row): Mission {
     hint: r.hint,
     saboteur: r.saboteur,
     proof: r.proof,
+    variants,
     qaStatus: r.qa_status,
     qaNote: r.qa_note,
     serveCount: r.serve_count,
@@ -28,11 +28,33 @@ export function missionFromRow(r: Row): Mission {
   };
 }
 
+export function variantFromRow(r: Row): MissionVariant {
+  return {
+    id: String(r.id),
+    missionId: String(r.mission_id),
+    ordinal: r.ordinal,
+    family: r.family,
+    difficulty: r.difficulty,
+    lastResort: r.last_resort,
+    saboteur: r.saboteur,
+    sabotaged: r.sabotaged,
+    bugDescription: r.bug_description,
+    hint: r.hint,
+    proof: r.proof,
+    status: r.rejected_at === null ? 'active' : 'rejected',
+    rejectedAt: r.rejected_at,
+    qaNote: r.qa_note,
+    serveCount: r.serve_count,
+    createdAt: r.created_at,
+  };
+}
+
 export function instanceFromRow(r: Row): Instance {
   return {
     id: String(r.id),
     missionId: String(r.mission_id),
     userId: r.user_id,
+    variant: r.variant ?? null,
     title: r.title,
     brief: r.brief,
     language: r.language,

@@ -19,7 +19,11 @@ export async function probeSandbox(engine: EngineOptions): Promise<SandboxStatus
     const result = await runSuite(PROBE, engine);
     const bounds = await describeBounds(engine);
     if (!result.sandboxed) {
-      return { state: 'unsandboxed', detail: `bubblewrap is not usable here; untrusted code runs WITHOUT isolation because allowUnsandboxed is set; bounds: ${bounds.summary}`, bounds };
+      return {
+        state: 'unsandboxed',
+        detail: `bubblewrap is not usable here; untrusted code runs WITHOUT isolation because allowUnsandboxed is set; bounds: ${bounds.summary}`,
+        bounds,
+      };
     }
     return { state: 'isolated', detail: `untrusted code runs in ${bounds.summary}`, bounds };
   } catch (error) {

@@ -13,6 +13,41 @@ export interface MissionProof {
   checks?: ProofChecks;
 }
 
+/** One proven variant's own verdict: every test fails on its bug, gold passes. */
+export interface VariantProof {
+  summary: string;
+  tests: TestVerdict[];
+  checks?: ProofChecks;
+}
+
+/**
+ * One of a mission's proven bugs. Each serve gives a candidate one variant: the one least
+ * given to their cohort, then the least served. QA can take one out of service
+ * (`rejectedAt`) without rejecting the mission.
+ */
+export interface MissionVariant {
+  id: string;
+  missionId: string;
+  /** 1, 2, 3… in the order the saboteur proved them. */
+  ordinal: number;
+  /** The bug's family (`off_by_one`, `sql_filter`…; `unknown` for a mission stored before variants). */
+  family: string;
+  /** 1 (easy) to 3. */
+  difficulty: number;
+  /** A return-value perturbation, accepted only because no realistic family proved. */
+  lastResort: boolean;
+  saboteur: string;
+  sabotaged: SourceFiles;
+  bugDescription: string;
+  hint: string | null;
+  proof: VariantProof;
+  status: 'active' | 'rejected';
+  rejectedAt: Date | null;
+  qaNote: string | null;
+  serveCount: number;
+  createdAt: Date;
+}
+
 export interface Mission {
   id: string;
   source: string;
@@ -27,6 +62,8 @@ export interface Mission {
   hint: string | null;
   saboteur: string;
   proof: MissionProof;
+  /** Its proven bugs (the first is `sabotaged` above); empty for a mission stored without variants. */
+  variants: MissionVariant[];
   qaStatus: QaStatus;
   qaNote: string | null;
   serveCount: number;
@@ -35,11 +72,92 @@ export interface Mission {
   createdAt: Date;
 }
 
+/** Which page of a list: `limit` rows after `cursor`. */
+export interface PageFilter {
+  /** 1 to 500; default 100. */
+  limit?: number;
+  /** The previous page's `nextCursor`; absent for the first page. */
+  cursor?: string;
+}
+
+/** Which missions to list: of one QA status, a page of them. */
+export interface MissionListFilter extends PageFilter {
+  qaStatus?: QaStatus;
+}
+
+/** A page of missions, oldest first; `nextCursor` reads the next page, null on the last. */
+export interface MissionPage {
+  missions: Mission[];
+  nextCursor: string | null;
+}
+
+/** A mission's serves against its retirement limit, and what its candidates did with it. */
+export interface MissionServes {
+  id: string;
+  title: string;
+  domain: string;
+  language: Language;
+  qaStatus: QaStatus;
+  serves: number;
+  /** It retires when `serves` reaches this. */
+  maxServes: number;
+  retiredAt: Date | null;
+  /** Candidates it was served to (instances). */
+  candidates: number;
+  submissions: number;
+  /** Candidates with at least one passing submission. */
+  candidatesPassed: number;
+}
+
+/** One candidate's result on one mission served to them (an instance). */
+export interface CandidateResult {
+  instanceId: string;
+  userId: string;
+  missionId: string;
+  missionTitle: string;
+  domain: string;
+  /** The variant served (its ordinal) and its bug's family; null for a mission without variants. */
+  variant: number | null;
+  variantFamily: string | null;
+  servedAt: Date;
+  submissions: number;
+  passed: boolean;
+  /** Submissions up to and including the first passing one; null until one passes. */
+  attemptsToPass: number | null;
+  firstPassedAt: Date | null;
+  /** From the serve to the first passing submission; null until one passes. */
+  timeToFirstPassMs: number | null;
+}
+
+/** One invited candidate of a cohort and what they did on every mission served to them. */
+export interface CohortCandidateResult {
+  invitationId: string;
+  name: string;
+  email: string;
+  invitedAt: Date;
+  /** The first opening of their link; null until then. */
+  openedAt: Date | null;
+  revokedAt: Date | null;
+  /** Missions served to them (instances). */
+  missions: number;
+  /** The variant of each mission served to them, in serve order (null: a mission without variants). */
+  variants: { missionId: string; variant: number | null; family: string | null }[];
+  submissions: number;
+  passed: boolean;
+  /** Submissions up to and including the first passing one; null until one passes. */
+  attemptsToPass: number | null;
+  firstPassedAt: Date | null;
+  /** From the serve of its mission to the first passing submission; null until one passes. */
+  timeToFirstPassMs: number | null;
+}
+
 /** What a candidate gets: the brief, the code with the planted bug, and the tests. */
 export interface Instance {
   id: string;
   missionId: string;
   userId: string;
+  /** The variant served (its ordinal): its bug is in `files`, and grading merges with it. Null for a mission without variants. */
+  variant: number | null;
   title: string;
   brief: string;
   language: Language;
@@ -51,6 +169,8 @@ export interface Instance {
 
 export interface GradeResult {
   passed: boolean;
+  /** The variant graded (the instance's); null for a mission without variants. */
+  variant?: number | null;
   /** Tests that ran, and how many passed. */
   testsRun: number;
   testsPassed: number;
@@ -74,9 +194,7 @@ export interface Submission {
   gradedAt: Date | null;
 }
 
-export type RequestOutcome =
-  | { status: 'served'; instance: Instance }
-  | { status: 'queued'; jobId: string; domain: string };
+export type RequestOutcome = { status: 'served'; instance: Instance } | { status: 'queued'; jobId: string; domain: string };
 
 export interface PoolDomainStats {
   domain: string;
@@ -93,6 +211,8 @@ export interface GenerationJob {
   userId?: string;
   /** Fixes the challenge drawn; default derived from the job id. */
   seed?: number;
+  /** The catalog entry to draw (a refill's plan), instead of one drawn by the seed. */
+  source?: string;
 }
 
 /**

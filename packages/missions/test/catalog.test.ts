@@ -1,7 +1,7 @@
 /** The catalog and the offline generator; one real gold run per language (the whole catalog is `check-catalog`). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { runSuite } from '@sluice/proof';
+import { FAMILIES, MutationSaboteur, runSuite } from '@sluice/proof';
 import { CATALOG, DomainMap, OfflineGenerator, Semaphore, catalogDomains, gradeSuite, type CatalogEntry } from '../src/index.js';
 import { renderFiles } from '../src/generator.js';
 import { engine } from './helpers.js';
@@ -17,6 +17,24 @@ test('at least 6 challenges per language over at least 3 domains, every domain i
   const map = DomainMap.load();
   for (const domain of catalogDomains()) assert.ok(map.domains().includes(domain), domain);
   assert.equal(new Set(CATALOG.map((e) => e.id)).size, CATALOG.length, 'ids are unique');
+});
+
+test('at least 40 challenges; each has sites of at least 3 realistic bug families (the proving is scripts/sabotage-catalog.ts)', async () => {
+  assert.ok(CATALOG.length >= 40, `${CATALOG.length} challenges`);
+  const saboteur = new MutationSaboteur();
+  const few: string[] = [];
+  for (const entry of CATALOG) {
+    const names = Object.fromEntries(Object.entries(entry.names).map(([k, v]) => [k, v[0]!]));
+    const families = (
+      await saboteur.familiesWithSites({
+        language: entry.language,
+        gold: renderFiles(entry.solution, names),
+        tests: renderFiles(entry.tests, names),
+      })
+    ).filter((f) => !FAMILIES[f].lastResort);
+    if (families.length < 3) few.push(`${entry.id}: ${families.join(', ') || 'none'}`);
+  }
+  assert.deepEqual(few, [], 'challenges with fewer than 3 realistic families');
 });
 
 test('the generator is deterministic for a seed, renames everywhere, and draws only from the domain', async () => {
@@ -44,7 +62,12 @@ test('the offline generator takes generationDelayMs', async () => {
 
 // One entry per runner; the emptied-solution check costs a second Jest run (seconds), so it
 // runs for the fast runners only.
-for (const [id, checkBroken] of [['js-retry-delay', false], ['ts-percentile', false], ['py-median', true], ['sql-error-rate', true]] as const) {
+for (const [id, checkBroken] of [
+  ['js-retry-delay', false],
+  ['ts-percentile', false],
+  ['py-median', true],
+  ['sql-error-rate', true],
+] as const) {
   test(`gold passes its tests${checkBroken ? ', and an emptied solution does not' : ''}: ${id}`, async () => {
     const entry = CATALOG.find((e) => e.id === id)!;
     const names = Object.fromEntries(Object.entries(entry.names).map(([k, v]) => [k, v[0]!]));
@@ -61,7 +84,20 @@ for (const [id, checkBroken] of [['js-retry-delay', false], ['ts-percentile', fa
 }
 
 test('grading: zero tests, a setup error or a failure never pass', () => {
-  const base = { language: 'python' as const, ran: true, tests: {}, setupError: null, problems: [], timedOut: false, durationMs: 1, output: '', outputTruncated: false, sandboxed: true, exitCode: 0, usage: null };
+  const base = {
+    language: 'python' as const,
+    ran: true,
+    tests: {},
+    setupError: null,
+    problems: [],
+    timedOut: false,
+    durationMs: 1,
+    output: '',
+    outputTruncated: false,
+    sandboxed: true,
+    exitCode: 0,
+    usage: null,
+  };
   assert.equal(gradeSuite(base).passed, false);
   const one = { 't::a': { id: 't::a', status: 'passed' as const } };
   assert.equal(gradeSuite({ ...base, tests: one }).passed, true);
@@ -76,13 +112,15 @@ test('the semaphore never lets more than its limit run', async () => {
   let peak = 0;
   let started = 0;
   const gates: Array<() => void> = [];
-  const runs = Array.from({ length: 10 }, () => semaphore.run(async () => {
-    running++;
-    started++;
-    peak = Math.max(peak, running);
-    await new Promise<void>((resolve) => gates.push(resolve));
-    running--;
-  }));
+  const runs = Array.from({ length: 10 }, () =>
+    semaphore.run(async () => {
+      running++;
+      started++;
+      peak = Math.max(peak, running);
+      await new Promise<void>((resolve) => gates.push(resolve));
+      running--;
+    }),
+  );
   // Release one run at a time until all ten have started: never more than three at once.
   for (let turns = 0; started < 10 && turns < 1000; turns++) {
     await new Promise((r) => setImmediate(r));

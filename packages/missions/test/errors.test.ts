@@ -5,7 +5,7 @@ import { SandboxUnavailableError } from '@sluice/proof';
 import { httpAnswerOf, QueueFullError, SluiceError } from 'sluice';
 import { ProofRejectedError } from '../src/index.js';
 
-test('every package\'s errors are SluiceErrors, answered from the one table', () => {
+test("every package's errors are SluiceErrors, answered from the one table", () => {
   const errors = [new QueueFullError('q', 5), new SandboxUnavailableError('no bwrap'), new ProofRejectedError('gold failed')];
   assert.ok(errors.every((e) => e instanceof SluiceError));
   assert.deepEqual(

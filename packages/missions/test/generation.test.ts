@@ -9,7 +9,15 @@ import assert from 'node:assert/strict';
 import Fastify from 'fastify';
 import { waitFor } from '@sluice/testkit';
 import { installErrorHandlers } from '@sluice/server';
-import { CATALOG, OfflineGenerator, PROVING_QUEUE, missionsRoutes, type CatalogEntry, type Generator, type Submission } from '../src/index.js';
+import {
+  CATALOG,
+  OfflineGenerator,
+  PROVING_QUEUE,
+  missionsRoutes,
+  type CatalogEntry,
+  type Generator,
+  type Submission,
+} from '../src/index.js';
 import { engine, harness, settled, type Harness } from './helpers.js';
 
 const ltv = CATALOG.find((e) => e.id === 'py-customer-ltv')!;
@@ -32,12 +40,18 @@ test('a generation job stores a proven mission as pending; approved, served and 
   // and proved the challenge it returned. The mission row is stored just before its proof
   // job's completion commits: wait for that.
   const [child] = await h.sluice.children(jobId);
-  const proofJob = await waitFor(async () => {
-    const job = await h.sluice.get(child!.id);
-    return job?.state === 'completed' ? job : null;
-  }, { message: 'the proof job completed' });
+  const proofJob = await waitFor(
+    async () => {
+      const job = await h.sluice.get(child!.id);
+      return job?.state === 'completed' ? job : null;
+    },
+    { message: 'the proof job completed' },
+  );
   assert.equal(proofJob?.queue, PROVING_QUEUE);
-  assert.deepEqual((await h.sluice.parents(proofJob!.id)).map((p) => p.id), [jobId]);
+  assert.deepEqual(
+    (await h.sluice.parents(proofJob!.id)).map((p) => p.id),
+    [jobId],
+  );
   assert.ok(proofJob!.startedAt! > (await h.sluice.get(jobId))!.finishedAt!, 'the proof started after the generation ended');
   assert.deepEqual(proofJob?.result, { missionId });
   const mission = await h.missions.getMission(missionId);
@@ -49,7 +63,10 @@ test('a generation job stores a proven mission as pending; approved, served and 
   // The integrity checks ran, and the QA page's summary line says which.
   assert.equal(mission.proof.checks?.repetitions, 3);
   assert.ok(mission.proof.checks!.isolationRuns > 0 && mission.proof.checks!.rewrite !== null, JSON.stringify(mission.proof.checks));
-  assert.match(mission.proof.summary, /^accepted: .* · checked: each side 3× with its own seed, gold \d+× more alone and in reverse order, an equivalent rewrite of gold/);
+  assert.match(
+    mission.proof.summary,
+    /^accepted: .* · checked: each side 3× with its own seed, gold \d+× more alone and in reverse order, an equivalent rewrite of gold/,
+  );
   assert.equal(mission.maxServes, 50, 'marketing is not a technical domain');
 
   assert.equal(await h.missions.serve({ userId: 'cand-1', role: 'marketing-analyst' }), null, 'not served before QA');
@@ -70,10 +87,13 @@ test('a generation job stores a proven mission as pending; approved, served and 
   const stream = await app.inject({ method: 'GET', url: `/api/submissions/${fixed.id}/events` });
   await app.close();
   assert.equal(stream.headers['content-type'], 'text/event-stream');
-  const events = stream.body.split('\n\n').filter((e) => e.startsWith('event: ')).map((e) => ({
-    event: e.slice('event: '.length, e.indexOf('\n')),
-    data: JSON.parse(e.slice(e.indexOf('data: ') + 'data: '.length)),
-  }));
+  const events = stream.body
+    .split('\n\n')
+    .filter((e) => e.startsWith('event: '))
+    .map((e) => ({
+      event: e.slice('event: '.length, e.indexOf('\n')),
+      data: JSON.parse(e.slice(e.indexOf('data: ') + 'data: '.length)),
+    }));
   assert.deepEqual(events.map((e) => [e.event, e.data.status]).at(-1), ['submission', 'passed'], stream.body.slice(0, 500));
   const pass = events.at(-1)!.data as Submission;
   const fail = await h.missions.awaitGrade(unfixed.id, { timeoutMs: 60_000 });

@@ -11,7 +11,11 @@ import { waitFor } from '@sluice/testkit';
 import { GRADING_DEAD_QUEUE, GRADING_QUEUE } from '../src/index.js';
 import { engine, harness, insertMission, type Harness } from './helpers.js';
 
-const noBubblewrap = { ...engine('sluice_missions_t_grading_errors'), sandbox: 'bubblewrap' as const, bubblewrapPath: '/nonexistent/bwrap' };
+const noBubblewrap = {
+  ...engine('sluice_missions_t_grading_errors'),
+  sandbox: 'bubblewrap' as const,
+  bubblewrapPath: '/nonexistent/bwrap',
+};
 let h: Harness;
 before(async () => {
   h = await harness({ engine: noBubblewrap, config: { grading: { maxAttempts: 2, retryBaseMs: 10 } } });
@@ -25,7 +29,12 @@ test('the sandbox status names the missing bubblewrap before any job runs', asyn
   assert.match(status.detail, /sandbox_unavailable: bubblewrap is not usable here \(\/nonexistent\/bwrap not found\)/);
   assert.equal(status.bounds, null, 'no bounds: runs are refused');
   const cores = availableParallelism();
-  assert.deepEqual(await h.missions.status(), { generator: 'offline', autoApprove: false, sandbox: status, caps: { generation: 40, proving: cores, grading: cores } });
+  assert.deepEqual(await h.missions.status(), {
+    generator: 'offline',
+    autoApprove: false,
+    sandbox: status,
+    caps: { generation: 40, proving: cores, grading: cores },
+  });
 });
 
 test('a grading job that dies marks its submission error, with the reason', async () => {
@@ -33,10 +42,13 @@ test('a grading job that dies marks its submission error, with the reason', asyn
   const instance = await h.missions.serve({ userId: 'eve', role: 'data-analyst' });
   assert.ok(instance);
   const submitted = await h.missions.submit(instance.id, { 'a.py': 'fixed' });
-  const graded = await waitFor(async () => {
-    const s = await h.missions.getSubmission(submitted.id);
-    return s.status === 'queued' ? null : s;
-  }, { timeoutMs: 60_000, message: 'the submission to leave queued' });
+  const graded = await waitFor(
+    async () => {
+      const s = await h.missions.getSubmission(submitted.id);
+      return s.status === 'queued' ? null : s;
+    },
+    { timeoutMs: 60_000, message: 'the submission to leave queued' },
+  );
   assert.equal(graded.status, 'error');
   assert.equal(graded.result, null, 'the code was never judged');
   assert.match(graded.error ?? '', /^grading failed after 2 attempt\(s\): bubblewrap is not usable here/);
@@ -57,12 +69,20 @@ test('a grade recorded before the job died stands: only a queued submission turn
   // before it could complete): the dead letter must not overwrite the grade.
   await h.pool.query(`UPDATE missions.submission SET status = 'passed', graded_at = now() WHERE id = $1`, [submitted.id]);
   const { id } = await h.sluice.send(GRADING_DEAD_QUEUE, {
-    jobId: submitted.gradingJobId, queue: GRADING_QUEUE, data: { submissionId: submitted.id }, key: 'eve', attempts: 1, errors: [{ message: 'lease expired' }],
+    jobId: submitted.gradingJobId,
+    queue: GRADING_QUEUE,
+    data: { submissionId: submitted.id },
+    key: 'eve',
+    attempts: 1,
+    errors: [{ message: 'lease expired' }],
   });
-  const handled = await waitFor(async () => {
-    const job = await h.sluice.get(id);
-    return job?.state === 'completed' ? job : null;
-  }, { message: 'the dead letter handled' });
+  const handled = await waitFor(
+    async () => {
+      const job = await h.sluice.get(id);
+      return job?.state === 'completed' ? job : null;
+    },
+    { message: 'the dead letter handled' },
+  );
   assert.deepEqual(handled.result, { submissionId: submitted.id, marked: false });
   const after = await h.missions.getSubmission(submitted.id);
   assert.deepEqual([after.status, after.error], ['passed', null]);

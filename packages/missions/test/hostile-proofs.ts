@@ -30,10 +30,13 @@ export interface HostileReport {
 
 const py = { 'sol.py': 'def add(a, b):\n    return a + b\n' };
 const HOSTILE: Record<string, string> = {
-  'fork bomb': 'import os, time\ndef test_add():\n    for _ in range(8):\n        try:\n            os.fork()\n        except OSError:\n            pass\n    time.sleep(3)\n',
-  'memory': "import os, time\ndef test_add():\n    for _ in range(30):\n        if os.fork() == 0:\n            try:\n                chunks = [b'x' * (16 << 20) for _ in range(25)]\n            except MemoryError:\n                pass\n            time.sleep(2)\n            os._exit(0)\n    time.sleep(3)\n",
-  'spin': 'import os, time\ndef test_add():\n    for _ in range(30):\n        if os.fork() == 0:\n            end = time.monotonic() + 60\n            while time.monotonic() < end:\n                pass\n            os._exit(0)\n    time.sleep(60)\n',
-  'disk fill': 'def test_add():\n    for i in range(2048):\n        with open("fill-%d" % i, "wb") as f:\n            f.write(b"x" * (1 << 20))\n',
+  'fork bomb':
+    'import os, time\ndef test_add():\n    for _ in range(8):\n        try:\n            os.fork()\n        except OSError:\n            pass\n    time.sleep(3)\n',
+  memory:
+    "import os, time\ndef test_add():\n    for _ in range(30):\n        if os.fork() == 0:\n            try:\n                chunks = [b'x' * (16 << 20) for _ in range(25)]\n            except MemoryError:\n                pass\n            time.sleep(2)\n            os._exit(0)\n    time.sleep(3)\n",
+  spin: 'import os, time\ndef test_add():\n    for _ in range(30):\n        if os.fork() == 0:\n            end = time.monotonic() + 60\n            while time.monotonic() < end:\n                pass\n            os._exit(0)\n    time.sleep(60)\n',
+  'disk fill':
+    'def test_add():\n    for i in range(2048):\n        with open("fill-%d" % i, "wb") as f:\n            f.write(b"x" * (1 << 20))\n',
 };
 const kinds = Object.keys(HOSTILE);
 
@@ -43,7 +46,15 @@ class HostileGenerator implements Generator {
   private next = 0;
   async generate(): Promise<GeneratedChallenge> {
     const kind = kinds[this.next++ % kinds.length]!;
-    return { source: `hostile:${kind}`, language: 'python', domain: 'data', title: kind, brief: kind, gold: py, tests: { 'test_add.py': HOSTILE[kind]! } };
+    return {
+      source: `hostile:${kind}`,
+      language: 'python',
+      domain: 'data',
+      title: kind,
+      brief: kind,
+      gold: py,
+      tests: { 'test_add.py': HOSTILE[kind]! },
+    };
   }
 }
 
@@ -53,119 +64,140 @@ function percentile(sorted: number[], p: number): number {
 
 /** Runs `proofs` hostile proofs through a server on `databaseUrl` and reports what the host saw. */
 export async function measureHostileProofs({ proofs, databaseUrl }: { proofs: number; databaseUrl: string }): Promise<HostileReport> {
-const dataDir = mkdtempSync(join(tmpdir(), 'sluice-hostile-'));
-const workspaceRoot = mkdtempSync(join(tmpdir(), 'sluice-hostile-runs-'));
-// The sandbox uid mounts each run's staged files from here.
-chmodSync(workspaceRoot, 0o755);
-const lines: string[] = [];
-const config = loadConfig(['--port', '0', '--no-demo-queue'], { DATABASE_URL: databaseUrl, SLUICE_DATA_DIR: dataDir });
-const settings = loadPlatformSettings({ SLUICE_MISSIONS_GENERATION_DELAY_MS: '0', SLUICE_MISSIONS_REFILL_CRON: 'off' });
-const server = await startServer({ ...config, logLevel: 'silent' }, (line) => lines.push(line), {
-  extensions: [
-    missionsExtension(settings, {
-      generator: new HostileGenerator(),
-      engine: { database: { adminUrl: databaseUrl }, workspaceRoot, cpuTimeLimitMs: 5_000 },
-      config: { generation: { perUserLimit: 1, maxPending: 1_000 }, proving: { maxAttempts: 1 }, mutationMaxAttempts: 1, runTimeoutMs: 20_000 },
-    }),
-  ],
-});
-const tokens = JSON.parse(readFileSync(join(dataDir, 'tokens.json'), 'utf8')) as { apiToken: string };
-const auth = { authorization: `Bearer ${tokens.apiToken}`, 'content-type': 'application/json' };
+  const dataDir = mkdtempSync(join(tmpdir(), 'sluice-hostile-'));
+  const workspaceRoot = mkdtempSync(join(tmpdir(), 'sluice-hostile-runs-'));
+  // The sandbox uid mounts each run's staged files from here.
+  chmodSync(workspaceRoot, 0o755);
+  const lines: string[] = [];
+  const config = loadConfig(['--port', '0', '--no-demo-queue'], { DATABASE_URL: databaseUrl, SLUICE_DATA_DIR: dataDir });
+  const settings = loadPlatformSettings({ SLUICE_MISSIONS_GENERATION_DELAY_MS: '0', SLUICE_MISSIONS_REFILL_CRON: 'off' });
+  const server = await startServer({ ...config, logLevel: 'silent' }, (line) => lines.push(line), {
+    extensions: [
+      missionsExtension(settings, {
+        generator: new HostileGenerator(),
+        engine: { database: { adminUrl: databaseUrl }, workspaceRoot, cpuTimeLimitMs: 5_000 },
+        config: {
+          requestsPerUser: 1,
+          generation: { maxPending: 1_000 },
+          proving: { maxAttempts: 1 },
+          mutationMaxAttempts: 1,
+          runTimeoutMs: 20_000,
+        },
+      }),
+    ],
+  });
+  const tokens = JSON.parse(readFileSync(join(dataDir, 'tokens.json'), 'utf8')) as { apiToken: string };
+  const auth = { authorization: `Bearer ${tokens.apiToken}`, 'content-type': 'application/json' };
 
-// The host's pulse: /healthz every 50 ms, a commit every 100 ms on a connection of its own.
-const latencies: number[] = [];
-let healthFailures = 0;
-let polling = true;
-const poll = (async () => {
-  while (polling) {
-    const started = performance.now();
-    try {
-      const response = await fetch(`${server.url}/healthz`, { signal: AbortSignal.timeout(10_000) });
-      if (!response.ok) healthFailures++;
-      await response.arrayBuffer();
-    } catch {
-      healthFailures++;
+  // The host's pulse: /healthz every 50 ms, a commit every 100 ms on a connection of its own.
+  const latencies: number[] = [];
+  let healthFailures = 0;
+  let polling = true;
+  const poll = (async () => {
+    while (polling) {
+      const started = performance.now();
+      try {
+        const response = await fetch(`${server.url}/healthz`, { signal: AbortSignal.timeout(10_000) });
+        if (!response.ok) healthFailures++;
+        await response.arrayBuffer();
+      } catch {
+        healthFailures++;
+      }
+      latencies.push(performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    latencies.push(performance.now() - started);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-})();
-const side = new pg.Client({ connectionString: databaseUrl });
-await side.connect();
-await side.query('CREATE TEMP TABLE pulse (at timestamptz DEFAULT clock_timestamp())');
-let commits = 0;
-let longestCommitMs = 0;
-let longestGapMs = 0;
-let lastCommit = performance.now();
-const committing = (async () => {
-  while (polling) {
-    const started = performance.now();
-    await side.query('INSERT INTO pulse DEFAULT VALUES');
-    const now = performance.now();
-    longestCommitMs = Math.max(longestCommitMs, now - started);
-    longestGapMs = Math.max(longestGapMs, now - lastCommit);
-    lastCommit = now;
-    commits++;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-})();
+  })();
+  const side = new pg.Client({ connectionString: databaseUrl });
+  await side.connect();
+  await side.query('CREATE TEMP TABLE pulse (at timestamptz DEFAULT clock_timestamp())');
+  let commits = 0;
+  let longestCommitMs = 0;
+  let longestGapMs = 0;
+  let lastCommit = performance.now();
+  const committing = (async () => {
+    while (polling) {
+      const started = performance.now();
+      await side.query('INSERT INTO pulse DEFAULT VALUES');
+      const now = performance.now();
+      longestCommitMs = Math.max(longestCommitMs, now - started);
+      longestGapMs = Math.max(longestGapMs, now - lastCommit);
+      lastCommit = now;
+      commits++;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  })();
 
-const started = performance.now();
-const jobIds = await Promise.all(
-  Array.from({ length: proofs }, async (_, i) => {
-    const response = await fetch(`${server.url}/api/missions/request`, { method: 'POST', headers: auth, body: JSON.stringify({ userId: `hostile-${i}`, role: 'data-analyst' }) });
-    const body = (await response.json()) as { jobId?: string };
-    if (response.status !== 202 || !body.jobId) throw new Error(`request ${i}: ${response.status} ${JSON.stringify(body)}`);
-    return body.jobId;
-  }),
-);
-const outcomes = new Map<string, string>();
-const deadline = Date.now() + 15 * 60_000;
-while (outcomes.size < jobIds.length && Date.now() < deadline) {
-  for (const id of jobIds) {
-    if (outcomes.has(id)) continue;
-    const progress = (await (await fetch(`${server.url}/api/missions/requests/${id}`, { headers: auth })).json()) as { state: string };
-    if (progress.state === 'proven' || progress.state === 'failed') outcomes.set(id, progress.state);
+  const started = performance.now();
+  const jobIds = await Promise.all(
+    Array.from({ length: proofs }, async (_, i) => {
+      const response = await fetch(`${server.url}/api/missions/request`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ userId: `hostile-${i}`, role: 'data-analyst' }),
+      });
+      const body = (await response.json()) as { jobId?: string };
+      if (response.status !== 202 || !body.jobId) throw new Error(`request ${i}: ${response.status} ${JSON.stringify(body)}`);
+      return body.jobId;
+    }),
+  );
+  const outcomes = new Map<string, string>();
+  const deadline = Date.now() + 15 * 60_000;
+  while (outcomes.size < jobIds.length && Date.now() < deadline) {
+    for (const id of jobIds) {
+      if (outcomes.has(id)) continue;
+      const progress = (await (await fetch(`${server.url}/api/missions/requests/${id}`, { headers: auth })).json()) as { state: string };
+      if (progress.state === 'proven' || progress.state === 'failed') outcomes.set(id, progress.state);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
   }
-  await new Promise((resolve) => setTimeout(resolve, 500));
-}
-const elapsedS = (performance.now() - started) / 1000;
-polling = false;
-await Promise.all([poll, committing]);
+  const elapsedS = (performance.now() - started) / 1000;
+  polling = false;
+  await Promise.all([poll, committing]);
 
-/** Processes whose command line names the runs' workspace root: none may outlive a run. */
-const survivors = readdirSync('/proc').filter((name) => {
-  if (!/^\d+$/.test(name)) return false;
-  try {
-    return readFileSync(`/proc/${name}/cmdline`, 'latin1').includes(workspaceRoot);
-  } catch {
-    return false;
-  }
-});
-/** Run groups of this process (`run-<ms>-<pid>-<hex>`): other test files may be running proofs of their own. */
-const groupsLeft = ['/sys/fs/cgroup/pids/sluice-proof', '/sys/fs/cgroup/sluice-proof'].flatMap((dir) => {
-  try {
-    return readdirSync(dir).filter((n) => n.startsWith('run-') && n.includes(`-${process.pid}-`));
-  } catch {
-    return [];
-  }
-});
-const sorted = [...latencies].sort((a, b) => a - b);
-const counts = [...outcomes.values()].reduce<Record<string, number>>((acc, s) => ({ ...acc, [s]: (acc[s] ?? 0) + 1 }), {});
-const report: HostileReport = {
-  proofs,
-  settled: outcomes.size,
-  outcomes: counts,
-  seconds: Math.round(elapsedS),
-  healthz: { polls: latencies.length, failures: healthFailures, p50Ms: +percentile(sorted, 50).toFixed(1), p99Ms: +percentile(sorted, 99).toFixed(1), maxMs: +(sorted.at(-1) ?? NaN).toFixed(1) },
-  postgres: { commits, perSecond: +(commits / elapsedS).toFixed(1), longestCommitMs: +longestCommitMs.toFixed(1), longestGapMs: +longestGapMs.toFixed(1) },
-  survivors: survivors.length,
-  controlGroupsLeft: groupsLeft.length,
-  workspacesLeft: readdirSync(workspaceRoot).length,
-};
-await side.end();
-await server.close();
-rmSync(dataDir, { recursive: true, force: true });
-rmSync(workspaceRoot, { recursive: true, force: true });
-return report;
+  /** Processes whose command line names the runs' workspace root: none may outlive a run. */
+  const survivors = readdirSync('/proc').filter((name) => {
+    if (!/^\d+$/.test(name)) return false;
+    try {
+      return readFileSync(`/proc/${name}/cmdline`, 'latin1').includes(workspaceRoot);
+    } catch {
+      return false;
+    }
+  });
+  /** Run groups of this process (`run-<ms>-<pid>-<hex>`): other test files may be running proofs of their own. */
+  const groupsLeft = ['/sys/fs/cgroup/pids/sluice-proof', '/sys/fs/cgroup/sluice-proof'].flatMap((dir) => {
+    try {
+      return readdirSync(dir).filter((n) => n.startsWith('run-') && n.includes(`-${process.pid}-`));
+    } catch {
+      return [];
+    }
+  });
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const counts = [...outcomes.values()].reduce<Record<string, number>>((acc, s) => ({ ...acc, [s]: (acc[s] ?? 0) + 1 }), {});
+  const report: HostileReport = {
+    proofs,
+    settled: outcomes.size,
+    outcomes: counts,
+    seconds: Math.round(elapsedS),
+    healthz: {
+      polls: latencies.length,
+      failures: healthFailures,
+      p50Ms: +percentile(sorted, 50).toFixed(1),
+      p99Ms: +percentile(sorted, 99).toFixed(1),
+      maxMs: +(sorted.at(-1) ?? NaN).toFixed(1),
+    },
+    postgres: {
+      commits,
+      perSecond: +(commits / elapsedS).toFixed(1),
+      longestCommitMs: +longestCommitMs.toFixed(1),
+      longestGapMs: +longestGapMs.toFixed(1),
+    },
+    survivors: survivors.length,
+    controlGroupsLeft: groupsLeft.length,
+    workspacesLeft: readdirSync(workspaceRoot).length,
+  };
+  await side.end();
+  await server.close();
+  rmSync(dataDir, { recursive: true, force: true });
+  rmSync(workspaceRoot, { recursive: true, force: true });
+  return report;
 }

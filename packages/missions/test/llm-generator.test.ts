@@ -12,7 +12,8 @@ const challenge = {
   brief: 'Checkout totals are wrong. `discounted(price, percent)` returns the price after a percentage discount, rounded to cents.',
   solution: { 'pricing.py': 'def discounted(price, percent):\n    return round(price * (100 - percent) / 100, 2)\n' },
   tests: {
-    'test_pricing.py': 'from pricing import discounted\n\ndef test_ten_percent():\n    assert discounted(200, 10) == 180\n\ndef test_rounds():\n    assert discounted(9.99, 15) == 8.49\n',
+    'test_pricing.py':
+      'from pricing import discounted\n\ndef test_ten_percent():\n    assert discounted(200, 10) == 180\n\ndef test_rounds():\n    assert discounted(9.99, 15) == 8.49\n',
   },
 };
 
@@ -21,11 +22,12 @@ let baseUrl: string;
 const seen: { authorization?: string; model?: string; system?: string }[] = [];
 let nextReply: unknown = challenge;
 
-const body = (req: IncomingMessage) => new Promise<string>((resolve) => {
-  let text = '';
-  req.on('data', (c) => (text += c));
-  req.on('end', () => resolve(text));
-});
+const body = (req: IncomingMessage) =>
+  new Promise<string>((resolve) => {
+    let text = '';
+    req.on('data', (c) => (text += c));
+    req.on('end', () => resolve(text));
+  });
 
 let h: Harness;
 before(async () => {
@@ -34,7 +36,12 @@ before(async () => {
     seen.push({ authorization: req.headers.authorization, model: request.model, system: request.messages[0].content });
     res.setHeader('content-type', 'application/json');
     const content = typeof nextReply === 'string' ? nextReply : JSON.stringify(nextReply);
-    res.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content } }], usage: { prompt_tokens: 1000, completion_tokens: 234, total_tokens: 1234 } }));
+    res.end(
+      JSON.stringify({
+        choices: [{ message: { role: 'assistant', content } }],
+        usage: { prompt_tokens: 1000, completion_tokens: 234, total_tokens: 1234 },
+      }),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
@@ -50,10 +57,14 @@ after(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-const finish = (id: string) => waitFor(async () => {
-  const job = await h.sluice.get(id);
-  return job && (job.state === 'completed' || job.state === 'dead') ? job : null;
-}, { timeoutMs: 60_000, message: `job ${id}` });
+const finish = (id: string) =>
+  waitFor(
+    async () => {
+      const job = await h.sluice.get(id);
+      return job && (job.state === 'completed' || job.state === 'dead') ? job : null;
+    },
+    { timeoutMs: 60_000, message: `job ${id}` },
+  );
 
 test('a model-written challenge is proven and, with auto-approval, served', async () => {
   const progress = await settled(h.missions, (await h.missions.enqueueGeneration({ domain: 'marketing', seed: 3 })).id);
@@ -73,7 +84,10 @@ test('a model-written challenge is proven and, with auto-approval, served', asyn
   const generation = await h.sluice.get(progress.generationJobId);
   assert.equal(generation?.cost, 1234);
   const counted = await h.sluice.pool.query('SELECT units FROM sluice.job_start WHERE job_id = $1', [progress.generationJobId]);
-  assert.deepEqual(counted.rows.map((r) => r.units), [1234]);
+  assert.deepEqual(
+    counted.rows.map((r) => r.units),
+    [1234],
+  );
 });
 
 test('an unusable reply fails the job and stores nothing', async () => {

@@ -50,7 +50,10 @@ test('three instances set up a fresh database at once: each migration applied on
   try {
     await setUpAtOnce(db.url, 3);
     const first = await migrationState(db);
-    assert.deepEqual(first.applied.map((r) => [r.version, r.n]), Array.from({ length: MIGRATIONS }, (_, i) => [i + 1, 1]));
+    assert.deepEqual(
+      first.applied.map((r) => [r.version, r.n]),
+      Array.from({ length: MIGRATIONS }, (_, i) => [i + 1, 1]),
+    );
     await setUpAtOnce(db.url, 1);
     assert.deepEqual((await migrationState(db)).applied, first.applied, 'nothing reapplied');
   } finally {
@@ -67,7 +70,10 @@ test(
     try {
       await setUpAtOnce(bouncer.url, 3);
       const state = await migrationState(db);
-      assert.deepEqual(state.applied.map((r) => [r.version, r.n]), Array.from({ length: MIGRATIONS }, (_, i) => [i + 1, 1]));
+      assert.deepEqual(
+        state.applied.map((r) => [r.version, r.n]),
+        Array.from({ length: MIGRATIONS }, (_, i) => [i + 1, 1]),
+      );
       assert.equal(state.advisoryLocks, 0, 'no advisory lock held on any server connection');
       // And the next start, through the same bouncer, neither waits on a lost lock nor reapplies.
       await setUpAtOnce(bouncer.url, 1);

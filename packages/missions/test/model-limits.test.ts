@@ -20,13 +20,21 @@ test('the generation queue gets the rate and the budget, and each generation its
   const job = await h.sluice.get((outcome as { jobId: string }).jobId);
   assert.equal(job?.cost, 5_000);
   const refill = await h.missions.refill();
-  const refilled = await h.sluice.pool.query("SELECT DISTINCT cost FROM sluice.job WHERE queue = $1 AND singleton_key LIKE 'refill:%'", [GENERATION_QUEUE]);
+  const refilled = await h.sluice.pool.query("SELECT DISTINCT cost FROM sluice.job WHERE queue = $1 AND singleton_key LIKE 'refill:%'", [
+    GENERATION_QUEUE,
+  ]);
   assert.ok(Object.keys(refill.enqueued).length > 0);
-  assert.deepEqual(refilled.rows.map((r) => r.cost), [5_000]);
+  assert.deepEqual(
+    refilled.rows.map((r) => r.cost),
+    [5_000],
+  );
 });
 
 test('the settings read the limits from the environment and refuse what is not a positive whole number', () => {
-  const settings = loadPlatformSettings({ SLUICE_MISSIONS_GENERATIONS_PER_MINUTE: '60', SLUICE_MISSIONS_MODEL_TOKENS_PER_MINUTE: '200000' });
+  const settings = loadPlatformSettings({
+    SLUICE_MISSIONS_GENERATIONS_PER_MINUTE: '60',
+    SLUICE_MISSIONS_MODEL_TOKENS_PER_MINUTE: '200000',
+  });
   assert.deepEqual(settings.model, { generationsPerMinute: 60, tokensPerMinute: 200_000, tokensPerGeneration: 8_000 });
   assert.deepEqual(loadPlatformSettings({}).model, { generationsPerMinute: null, tokensPerMinute: null, tokensPerGeneration: 8_000 });
   assert.throws(() => loadPlatformSettings({ SLUICE_MISSIONS_MODEL_TOKENS_PER_MINUTE: '0' }), ConfigError);

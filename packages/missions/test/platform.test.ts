@@ -50,22 +50,33 @@ test('npm start: request, generate, approve, serve, submit, grade; SIGTERM exits
       SLUICE_DB_POOL_SIZE: '5',
       SLUICE_MISSIONS_GENERATION_DELAY_MS: '0',
       SLUICE_MISSIONS_REFILL_CRON: 'off',
+      // One proven bug is enough to walk through (variants.test.ts and variants-proof.test.ts cover more).
+      SLUICE_MISSIONS_VARIANTS: '1',
       // One admin URL for every engine that shares the default runner role (its password derives from it).
       SLUICE_PROOF_ADMIN_URL: process.env.SLUICE_TEST_ADMIN_URL,
     };
     for (const name of ['SLUICE_API_TOKEN', 'SLUICE_ADMIN_TOKEN', 'SLUICE_LLM_API_KEY', 'OPENAI_API_KEY']) delete env[name];
-    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=development', MAIN, '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=development', MAIN, '--port', '0'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.add(child);
     let output = '';
     child.stdout!.on('data', (chunk) => (output += chunk));
     child.stderr!.on('data', (chunk) => (output += chunk));
-    const url = await waitFor(() => {
-      if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${output}`);
-      return /Sluice is listening on (http:\/\/\S+)/.exec(output)?.[1];
-    }, { timeoutMs: 120_000, message: 'the server to print its URL' });
+    const url = await waitFor(
+      () => {
+        if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${output}`);
+        return /Sluice is listening on (http:\/\/\S+)/.exec(output)?.[1];
+      },
+      { timeoutMs: 120_000, message: 'the server to print its URL' },
+    );
     const apiToken = /SLUICE_API_TOKEN=(\S+)/.exec(output)![1]!;
     const adminToken = /SLUICE_ADMIN_TOKEN=(\S+)/.exec(output)![1]!;
-    assert.match(output, /missions: generator offline \(0 ms per generation\); queue missions\.generate: cap 40, 3 per user, shed at 200 pending/);
+    assert.match(
+      output,
+      /missions: generator offline \(0 ms per generation\); queue missions\.generate: cap 40, 3 requests per user, shed at 200 pending/,
+    );
     assert.match(output, /missions: (sandbox ok|WARNING)/);
     assert.match(output, /missions: test suites on this host \(\d+ cores\): missions\.prove cap \d+, missions\.grade cap \d+/);
     const api = (method: string, path: string, body?: unknown) => call(url, apiToken, method, path, body);
@@ -76,15 +87,21 @@ test('npm start: request, generate, approve, serve, submit, grade; SIGTERM exits
 
     const queued = await api('POST', '/api/missions/request', { userId: 'ada', role: 'data-analyst' });
     assert.equal(queued.status, 202, queued.text);
-    const progress = await waitFor(async () => {
-      const p = await api('GET', `/api/missions/requests/${queued.body.jobId}`);
-      return p.body.state === 'proven' || p.body.state === 'failed' ? p.body : null;
-    }, { timeoutMs: 180_000, message: 'the request to be proven' });
+    const progress = await waitFor(
+      async () => {
+        const p = await api('GET', `/api/missions/requests/${queued.body.jobId}`);
+        return p.body.state === 'proven' || p.body.state === 'failed' ? p.body : null;
+      },
+      { timeoutMs: 180_000, message: 'the request to be proven' },
+    );
     assert.equal(progress.state, 'proven', JSON.stringify(progress));
     const missionId = progress.missionId as string;
 
     const pending = await admin('GET', '/api/missions?qaStatus=pending');
-    assert.deepEqual(pending.body.missions.map((m: { id: string }) => m.id), [missionId]);
+    assert.deepEqual(
+      pending.body.missions.map((m: { id: string }) => m.id),
+      [missionId],
+    );
     assert.equal((await api('POST', '/api/missions/request', { userId: 'ada', role: 'data-analyst' })).status, 202, 'not served before QA');
     assert.equal((await admin('POST', `/api/missions/${missionId}/approve`, { note: 'clear' })).status, 200);
 
@@ -106,12 +123,18 @@ test('npm start: request, generate, approve, serve, submit, grade; SIGTERM exits
     assert.equal(stream.status, 200);
     assert.equal(stream.headers.get('content-type'), 'text/event-stream');
     const streamed = await stream.text();
-    const events = streamed.split('\n\n').filter((e) => e.startsWith('event: ')).map((e) => ({
-      event: e.slice('event: '.length, e.indexOf('\n')),
-      data: JSON.parse(e.slice(e.indexOf('data: ') + 'data: '.length)),
-    }));
+    const events = streamed
+      .split('\n\n')
+      .filter((e) => e.startsWith('event: '))
+      .map((e) => ({
+        event: e.slice('event: '.length, e.indexOf('\n')),
+        data: JSON.parse(e.slice(e.indexOf('data: ') + 'data: '.length)),
+      }));
     assert.ok(events.length >= 1 && events.every((e) => e.event === 'submission'), streamed.slice(0, 500));
-    assert.ok(events.slice(0, -1).every((e) => e.data.status === 'queued'), 'queued until the last event');
+    assert.ok(
+      events.slice(0, -1).every((e) => e.data.status === 'queued'),
+      'queued until the last event',
+    );
     const graded = events.at(-1)!.data;
     assert.equal(graded.status, 'passed', JSON.stringify(graded));
     assert.deepEqual((await api('GET', `/api/submissions/${submitted.body.id}`)).body, graded, 'the grade as stored');
@@ -129,13 +152,27 @@ test('without bubblewrap: a clear warning at start, the status says why, generat
   const db = await createTestDatabase();
   const lines: string[] = [];
   const config = loadConfig(['--port', '0', '--no-demo-queue'], { DATABASE_URL: db.url, SLUICE_DATA_DIR: join(dataDir, 'no-bwrap') });
-  const settings = loadPlatformSettings({ SLUICE_MISSIONS_GENERATION_DELAY_MS: '0', SLUICE_MISSIONS_REFILL_CRON: 'off', SLUICE_MISSIONS_PROOF_REPETITIONS: '2' });
+  const settings = loadPlatformSettings({
+    SLUICE_MISSIONS_GENERATION_DELAY_MS: '0',
+    SLUICE_MISSIONS_REFILL_CRON: 'off',
+    SLUICE_MISSIONS_PROOF_REPETITIONS: '2',
+  });
   assert.throws(() => loadPlatformSettings({ SLUICE_MISSIONS_PROOF_REPETITIONS: '21' }), /at most 20/);
-  const noBubblewrap = { ...engine('sluice_missions_t_platform'), sandbox: 'auto' as const, allowUnsandboxed: false, bubblewrapPath: '/nonexistent/bwrap' };
-  const server = await startServer({ ...config, logLevel: 'warn' }, (line) => lines.push(line), { extensions: [missionsExtension(settings, { engine: noBubblewrap })] });
+  const noBubblewrap = {
+    ...engine('sluice_missions_t_platform'),
+    sandbox: 'auto' as const,
+    allowUnsandboxed: false,
+    bubblewrapPath: '/nonexistent/bwrap',
+  };
+  const server = await startServer({ ...config, logLevel: 'warn' }, (line) => lines.push(line), {
+    extensions: [missionsExtension(settings, { engine: noBubblewrap })],
+  });
   try {
     const output = lines.join('\n');
-    assert.match(output, /missions: WARNING: Python and JavaScript proofs and gradings cannot run here: sandbox_unavailable: bubblewrap is not usable here \(\/nonexistent\/bwrap not found\)/);
+    assert.match(
+      output,
+      /missions: WARNING: Python and JavaScript proofs and gradings cannot run here: sandbox_unavailable: bubblewrap is not usable here \(\/nonexistent\/bwrap not found\)/,
+    );
     assert.match(output, /install bubblewrap \(apt-get install bubblewrap\), or set SLUICE_PROOF_ALLOW_UNSANDBOXED=1/);
     assert.match(output, /the offline generator draws SQL challenges only/);
     const tokens = JSON.parse(readFileSync(join(dataDir, 'no-bwrap', 'tokens.json'), 'utf8'));
@@ -145,10 +182,13 @@ test('without bubblewrap: a clear warning at start, the status says why, generat
 
     const queued = await call(server.url, tokens.apiToken, 'POST', '/api/missions/request', { userId: 'cy', role: 'marketing-analyst' });
     assert.equal(queued.status, 202, queued.text);
-    const progress = await waitFor(async () => {
-      const p = await call(server.url, tokens.apiToken, 'GET', `/api/missions/requests/${queued.body.jobId}`);
-      return p.body.state === 'proven' || p.body.state === 'failed' ? p.body : null;
-    }, { timeoutMs: 180_000, message: 'the request to be proven' });
+    const progress = await waitFor(
+      async () => {
+        const p = await call(server.url, tokens.apiToken, 'GET', `/api/missions/requests/${queued.body.jobId}`);
+        return p.body.state === 'proven' || p.body.state === 'failed' ? p.body : null;
+      },
+      { timeoutMs: 180_000, message: 'the request to be proven' },
+    );
     assert.equal(progress.state, 'proven', JSON.stringify(progress));
     const mission = await call(server.url, tokens.adminToken, 'GET', `/api/missions/${progress.missionId}`);
     assert.equal(mission.body.language, 'sql');

@@ -2,7 +2,7 @@
 import { after, before, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { KeyLimitError } from 'sluice';
-import { GENERATION_QUEUE, MissionsError, type Instance } from '../src/index.js';
+import { GENERATION_QUEUE, PROVING_QUEUE, type MissionsError, type Instance } from '../src/index.js';
 import { harness, insertMission, type Harness } from './helpers.js';
 
 let h: Harness;
@@ -11,11 +11,15 @@ before(async () => {
 });
 after(() => h.close());
 beforeEach(async () => {
-  await h.pool.query('TRUNCATE missions.submission, missions.instance, missions.mission RESTART IDENTITY');
+  await h.pool.query('TRUNCATE missions.submission, missions.instance, missions.variant, missions.mission RESTART IDENTITY');
 });
 
 const serveCounts = async () =>
-  (await h.pool.query<{ id: string; serve_count: number; retired: boolean }>('SELECT id::text, serve_count, retired_at IS NOT NULL AS retired FROM missions.mission ORDER BY id')).rows;
+  (
+    await h.pool.query<{ id: string; serve_count: number; retired: boolean }>(
+      'SELECT id::text, serve_count, retired_at IS NOT NULL AS retired FROM missions.mission ORDER BY id',
+    )
+  ).rows;
 
 async function parallelServes(users: string[], role: string): Promise<(Instance | null)[]> {
   return Promise.all(users.map((userId) => h.missions.serve({ userId, role })));
@@ -40,7 +44,12 @@ test('20 parallel serves never over-serve and retire exactly at 50', async () =>
 
 test('a technical mission retires at 100', async () => {
   const m = await insertMission(h.pool, { domain: 'engineering', serveCount: 95, maxServes: 100 });
-  const served = (await parallelServes(Array.from({ length: 20 }, (_, i) => `eng-${i}`), 'software-engineer')).filter(Boolean);
+  const served = (
+    await parallelServes(
+      Array.from({ length: 20 }, (_, i) => `eng-${i}`),
+      'software-engineer',
+    )
+  ).filter(Boolean);
   assert.equal(served.length, 5);
   assert.deepEqual(await serveCounts(), [{ id: m, serve_count: 100, retired: true }]);
 });
@@ -58,19 +67,30 @@ test('one user asking 20 times in parallel gets each mission at most once', asyn
   const served = (await parallelServes(Array(20).fill('same-user'), 'data-analyst')).filter((x): x is Instance => x !== null);
   assert.equal(served.length, 3);
   assert.deepEqual(served.map((s) => s.missionId).sort(), [...ids].sort());
-  assert.deepEqual((await serveCounts()).map((r) => r.serve_count), [1, 1, 1]);
+  assert.deepEqual(
+    (await serveCounts()).map((r) => r.serve_count),
+    [1, 1, 1],
+  );
 });
 
 test('20 parallel users are all served while missions are locked by each other, never double-assigned', async () => {
   // Four missions, twenty concurrent serves: most find every candidate locked and must
   // wait rather than report an empty pool.
   for (let i = 0; i < 4; i++) await insertMission(h.pool, { domain: 'data' });
-  const served = (await parallelServes(Array.from({ length: 20 }, (_, i) => `u${i}`), 'data-analyst')).filter((x): x is Instance => x !== null);
+  const served = (
+    await parallelServes(
+      Array.from({ length: 20 }, (_, i) => `u${i}`),
+      'data-analyst',
+    )
+  ).filter((x): x is Instance => x !== null);
   assert.equal(served.length, 20);
   assert.equal(new Set(served.map((s) => s.id)).size, 20);
   assert.equal(new Set(served.map((s) => `${s.missionId}/${s.userId}`)).size, 20);
   const counts = (await serveCounts()).map((r) => r.serve_count);
-  assert.equal(counts.reduce((a, b) => a + b, 0), 20);
+  assert.equal(
+    counts.reduce((a, b) => a + b, 0),
+    20,
+  );
   for (const m of new Set(served.map((s) => s.missionId))) {
     assert.equal(served.filter((s) => s.missionId === m).length, (await serveCounts()).find((r) => r.id === m)!.serve_count);
   }
@@ -114,19 +134,27 @@ test('the domain map: a marketing mission is never served to an engineer; unknow
 test('a request with nothing servable enqueues generation, 3 per user, for an allowed domain', async () => {
   const outcomes = [];
   for (let i = 0; i < 3; i++) outcomes.push(await h.missions.request({ userId: 'needy', role: 'marketing-analyst' }));
-  assert.deepEqual(outcomes.map((o) => o.status), ['queued', 'queued', 'queued']);
+  assert.deepEqual(
+    outcomes.map((o) => o.status),
+    ['queued', 'queued', 'queued'],
+  );
   for (const o of outcomes) if (o.status === 'queued') assert.equal(o.domain, 'marketing');
   await assert.rejects(h.missions.request({ userId: 'needy', role: 'marketing-analyst' }), KeyLimitError);
   const served = await insertMission(h.pool, { domain: 'marketing' });
   const next = await h.missions.request({ userId: 'needy', role: 'marketing-analyst' });
-  assert.equal(next.status === 'served' && next.instance.missionId, served, 'the pool serves even when the user is at the generation limit');
+  assert.equal(
+    next.status === 'served' && next.instance.missionId,
+    served,
+    'the pool serves even when the user is at the generation limit',
+  );
 });
 
 test('the generation queue and the client semaphore read one limit', async () => {
   const queue = (await h.sluice.queues.get(GENERATION_QUEUE))!;
   assert.equal(queue.concurrency, 40);
-  assert.equal(queue.maxPerKey, 3);
+  assert.equal(queue.maxPerKey, null, "a user's requests are counted on the proof queue, over their whole life");
   assert.equal(queue.maxPending, 200);
   assert.equal(queue.maxAttempts, 5);
   assert.equal(h.missions.generationSemaphore.limit, queue.concurrency);
+  assert.equal((await h.sluice.queues.get(PROVING_QUEUE))!.maxPerKey, h.missions.config.requestsPerUser);
 });

@@ -5,7 +5,13 @@ import type { SabotageAttempt } from '@sluice/proof';
 import { proofSummary } from '../src/proof-summary.js';
 
 const checks = { repetitions: 3, isolationRuns: 3, rewrite: 'local names and parameters renamed' };
-const attempt = (codes: SabotageAttempt['codes'], accepted = false): SabotageAttempt => ({ saboteur: 'mutation', description: 'a bug', accepted, reasons: ['why'], codes });
+const attempt = (codes: SabotageAttempt['codes'], accepted = false): SabotageAttempt => ({
+  saboteur: 'mutation',
+  description: 'a bug',
+  accepted,
+  reasons: ['why'],
+  codes,
+});
 
 test('names the codes of every rejected attempt, counted, and never the accepted one', () => {
   const line = proofSummary('accepted: 2 of 2 tests', checks, [
@@ -22,7 +28,13 @@ test('names the codes of every rejected attempt, counted, and never the accepted
 
 test('an LLM call that failed counts as saboteur_error; attempts without codes are counted without them', () => {
   const failed: SabotageAttempt = { saboteur: 'llm', description: '', accepted: false, reasons: [], error: 'timed out' };
-  assert.equal(proofSummary('accepted', undefined, [failed, attempt(['test_passed'])]), 'accepted · 2 earlier bug(s) rejected: saboteur_error ×1, test_passed ×1');
+  assert.equal(
+    proofSummary('accepted', undefined, [failed, attempt(['test_passed'])]),
+    'accepted · 2 earlier bug(s) rejected: saboteur_error ×1, test_passed ×1',
+  );
   assert.equal(proofSummary('accepted', undefined, [attempt(undefined)]), 'accepted · 1 earlier bug(s) rejected');
-  assert.equal(proofSummary('accepted', { repetitions: 1, isolationRuns: 0, rewrite: null }, []), 'accepted · checked: each side 1× with its own seed');
+  assert.equal(
+    proofSummary('accepted', { repetitions: 1, isolationRuns: 0, rewrite: null }, []),
+    'accepted · checked: each side 1× with its own seed',
+  );
 });

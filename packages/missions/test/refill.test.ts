@@ -2,7 +2,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { waitFor } from '@sluice/testkit';
-import { GENERATION_QUEUE, REFILL_QUEUE, REFILL_SCHEDULE } from '../src/index.js';
+import { CATALOG, GENERATION_QUEUE, OfflineGenerator, REFILL_QUEUE, REFILL_SCHEDULE } from '../src/index.js';
+import { planFromCatalog } from '../src/generator.js';
 import { harness, insertMission, type Harness } from './helpers.js';
 
 let h: Harness;
@@ -27,12 +28,52 @@ test('refill enqueues the shortfall per domain, counting approved and pending, a
   assert.equal((await h.sluice.stats(GENERATION_QUEUE)).ready, 3);
 });
 
+test('a refill never plans a challenge already pending in that domain, nor one twice', async () => {
+  const marketing = CATALOG.filter((e) => e.domain === 'marketing').map((e) => e.id);
+  // Its own platform, every slot free; a shortfall (the target less 2 pending) above what the domain has left.
+  const fresh = await harness({ config: { refillTargetPerDomain: marketing.length + 2 } });
+  try {
+    await insertMission(fresh.pool, { domain: 'marketing', qaStatus: 'pending', source: marketing[0]! });
+    await insertMission(fresh.pool, { domain: 'marketing', qaStatus: 'pending', source: marketing[0]! });
+    assert.equal((await fresh.missions.refill()).enqueued.marketing, marketing.length - 1);
+    const planned = await fresh.sluice.pool.query<{ data: { domain: string; source?: string } }>(
+      'SELECT data FROM sluice.job WHERE queue = $1',
+      [GENERATION_QUEUE],
+    );
+    const sources = planned.rows
+      .map((r) => r.data)
+      .filter((d) => d.domain === 'marketing')
+      .map((d) => d.source);
+    assert.deepEqual([...sources].sort(), marketing.slice(1).sort(), 'every other marketing challenge, once each');
+  } finally {
+    await fresh.close();
+  }
+  const sources = [marketing[1]];
+  // The generator draws the planned entry.
+  const drawn = await new OfflineGenerator().generate({ domain: 'marketing', seed: 1, source: sources[0]! });
+  assert.equal(drawn.source, sources[0]);
+});
+
+test('planning: every entry of a domain not pending, each once, no more than asked', () => {
+  const data = CATALOG.filter((e) => e.domain === 'data').map((e) => e.id);
+  const planned = planFromCatalog(CATALOG, 'data', new Set([data[1]!]), 100);
+  assert.deepEqual(
+    planned,
+    data.filter((id) => id !== data[1]),
+  );
+  assert.equal(new Set(planned).size, planned.length);
+  assert.equal(planFromCatalog(CATALOG, 'data', new Set(), 2).length, 2);
+});
+
 test('a refill job run by the worker does the same', async () => {
   h.missions.startWorkers({ generation: false, grading: false });
   const { id } = await h.sluice.send(REFILL_QUEUE, {});
-  const job = await waitFor(async () => {
-    const j = await h.sluice.get(id);
-    return j?.state === 'completed' ? j : null;
-  }, { message: 'the refill job' });
+  const job = await waitFor(
+    async () => {
+      const j = await h.sluice.get(id);
+      return j?.state === 'completed' ? j : null;
+    },
+    { message: 'the refill job' },
+  );
   assert.deepEqual(job.result, { enqueued: {}, shed: false });
 });

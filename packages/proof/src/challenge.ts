@@ -33,7 +33,9 @@ export async function loadChallenge(dir: string): Promise<LoadedChallenge> {
   try {
     raw = await readFile(join(dir, 'challenge.json'), 'utf8');
   } catch (error) {
-    throw new ChallengeInvalidError(`cannot read ${join(dir, 'challenge.json')}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new ChallengeInvalidError(
+      `cannot read ${join(dir, 'challenge.json')}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
   }
   let spec: Record<string, unknown>;
   try {
@@ -41,7 +43,8 @@ export async function loadChallenge(dir: string): Promise<LoadedChallenge> {
   } catch (error) {
     throw new ChallengeInvalidError(`challenge.json is not valid JSON: ${(error as Error).message}`);
   }
-  if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) throw new ChallengeInvalidError('challenge.json must hold an object');
+  if (spec === null || typeof spec !== 'object' || Array.isArray(spec))
+    throw new ChallengeInvalidError('challenge.json must hold an object');
   const language = spec.language;
   if (typeof language !== 'string' || !(LANGUAGES as readonly string[]).includes(language)) {
     throw new ChallengeInvalidError(`challenge.json: "language" must be one of ${LANGUAGES.join(', ')}`);
@@ -59,7 +62,8 @@ export async function loadChallenge(dir: string): Promise<LoadedChallenge> {
     challenge.timeoutMs = spec.timeoutMs;
   }
   if (spec.dependencies !== undefined) {
-    if (spec.dependencies === null || typeof spec.dependencies !== 'object') throw new ChallengeInvalidError('challenge.json: "dependencies" must be an object');
+    if (spec.dependencies === null || typeof spec.dependencies !== 'object')
+      throw new ChallengeInvalidError('challenge.json: "dependencies" must be an object');
     challenge.dependencies = spec.dependencies as Record<string, string>;
   }
   if (typeof spec.description === 'string') challenge.description = spec.description;
@@ -78,7 +82,12 @@ export async function loadChallenge(dir: string): Promise<LoadedChallenge> {
 }
 
 /** Writes the accepted bug: the changed files under `sabotaged/`, and `sabotage.json`. */
-export async function saveSabotage(dir: string, challenge: Challenge, candidate: SabotageCandidate, saboteur: 'llm' | 'mutation'): Promise<string[]> {
+export async function saveSabotage(
+  dir: string,
+  challenge: Challenge,
+  candidate: SabotageCandidate,
+  saboteur: 'llm' | 'mutation',
+): Promise<string[]> {
   const written: string[] = [];
   for (const [path, text] of Object.entries(candidate.files)) {
     if (challenge.gold[path] === text) continue;
@@ -87,14 +96,21 @@ export async function saveSabotage(dir: string, challenge: Challenge, candidate:
     await writeFile(target, text);
     written.push(join(SABOTAGED_DIR, path));
   }
-  const record = { saboteur, description: candidate.description, hint: candidate.hint, operator: candidate.operator ?? null };
+  const record = {
+    saboteur,
+    family: candidate.family ?? null,
+    description: candidate.description,
+    hint: candidate.hint,
+    operator: candidate.operator ?? null,
+  };
   await writeFile(join(dir, SABOTAGE_FILE), `${JSON.stringify(record, null, 2)}\n`);
   written.push(SABOTAGE_FILE);
   return written;
 }
 
 function pathList(value: unknown, field: string): string[] {
-  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw new ChallengeInvalidError(`challenge.json: "${field}" must be a list of file paths`);
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string'))
+    throw new ChallengeInvalidError(`challenge.json: "${field}" must be a list of file paths`);
   for (const path of value as string[]) {
     try {
       checkRelativePath(path, field);

@@ -15,10 +15,12 @@ export function checkRelativePath(path: string, field: string): void {
   if (path.includes('\\') || path.includes('\0')) throw bad('must use forward slashes and no NUL');
   if (path.startsWith('/')) throw bad('must be relative');
   const normal = posix.normalize(path);
-  if (normal !== path || normal.startsWith('../') || normal === '..' || normal === '.') throw bad('must be normalised and stay inside the workspace');
+  if (normal !== path || normal.startsWith('../') || normal === '..' || normal === '.')
+    throw bad('must be normalised and stay inside the workspace');
   for (const part of path.split('/')) {
     // A small alphabet keeps names safe in globs, command lines and TAP descriptions.
-    if (!/^[A-Za-z0-9_][A-Za-z0-9._-]*$/.test(part)) throw bad('may only use letters, digits, ".", "_" and "-" (not starting with "." or "-")');
+    if (!/^[A-Za-z0-9_][A-Za-z0-9._-]*$/.test(part))
+      throw bad('may only use letters, digits, ".", "_" and "-" (not starting with "." or "-")');
     if (part === 'node_modules' || part === 'package.json') throw bad(`must not use the reserved name "${part}"`);
   }
 }

@@ -7,8 +7,20 @@
  */
 export { runSuite } from './run-suite.js';
 export { prove, judge } from './prove.js';
-export { sabotage, type SabotageOptions, type SabotageResult, type SabotageAttempt } from './sabotage/sabotage.js';
-export type { Saboteur, SabotageCandidate, RejectedAttempt } from './sabotage/saboteur.js';
+export { sabotage, type SabotageOptions, type SabotageResult, type SabotageAttempt, type SabotageVariant } from './sabotage/sabotage.js';
+export type { Saboteur, SabotageCandidate, RejectedAttempt, ProposeRequest } from './sabotage/saboteur.js';
+export {
+  BUG_FAMILIES,
+  FAMILIES,
+  DIFFICULTY_LABEL,
+  realisticFamilies,
+  isBugFamily,
+  difficultyOf,
+  type BugFamily,
+  type Difficulty,
+  type FamilyInfo,
+} from './sabotage/families.js';
+export { isReturnValuePerturbation } from './sabotage/return-value.js';
 export { LlmSaboteur, buildPrompt, parseReply } from './sabotage/llm-saboteur.js';
 export { ChatClient, type ChatClientOptions, type ChatMessage, type ChatCompletion } from './sabotage/chat-client.js';
 export { MutationSaboteur, type MutationSaboteurOptions } from './sabotage/mutation/mutation-saboteur.js';

@@ -16,10 +16,21 @@ export function judge(gold: SuiteResult, sabotaged: SuiteResult | null): Verdict
   const goldIds = Object.keys(gold.tests);
   for (const id of goldIds) {
     const test = gold.tests[id]!;
-    if (test.status === 'skipped') reasons.push({ run: 'gold', code: 'test_skipped', testId: id, message: `gold: "${id}" was skipped (skipped and todo tests are not allowed)` });
+    if (test.status === 'skipped')
+      reasons.push({
+        run: 'gold',
+        code: 'test_skipped',
+        testId: id,
+        message: `gold: "${id}" was skipped (skipped and todo tests are not allowed)`,
+      });
     else if (test.status === 'failed') {
       const code = test.failureKind === 'timeout' ? 'test_timeout' : test.failureKind === 'setup' ? 'test_setup_error' : 'test_failed';
-      reasons.push({ run: 'gold', code, testId: id, message: `gold: "${id}" failed${kindSuffix(test.failureKind)}: ${firstLine(test.message)}` });
+      reasons.push({
+        run: 'gold',
+        code,
+        testId: id,
+        message: `gold: "${id}" failed${kindSuffix(test.failureKind)}: ${firstLine(test.message)}`,
+      });
     }
   }
   if (sabotaged === null) {
@@ -30,15 +41,40 @@ export function judge(gold: SuiteResult, sabotaged: SuiteResult | null): Verdict
       const test = sabotaged.tests[id];
       if (!test) {
         if (sabotaged.ran || Object.keys(sabotaged.tests).length > 0) {
-          reasons.push({ run: 'sabotaged', code: 'test_missing', testId: id, message: `sabotaged: "${id}" did not report (an error outside the test, or it never ran)` });
+          reasons.push({
+            run: 'sabotaged',
+            code: 'test_missing',
+            testId: id,
+            message: `sabotaged: "${id}" did not report (an error outside the test, or it never ran)`,
+          });
         }
-      } else if (test.status === 'passed') reasons.push({ run: 'sabotaged', code: 'test_passed', testId: id, message: `sabotaged: "${id}" still passes` });
-      else if (test.status === 'skipped') reasons.push({ run: 'sabotaged', code: 'test_skipped', testId: id, message: `sabotaged: "${id}" was skipped` });
-      else if (test.failureKind === 'timeout') reasons.push({ run: 'sabotaged', code: 'test_timeout', testId: id, message: `sabotaged: "${id}" failed by its time limit (a hang is not a bug a candidate can read)` });
-      else if (test.failureKind === 'setup') reasons.push({ run: 'sabotaged', code: 'test_setup_error', testId: id, message: `sabotaged: "${id}" errored in its set-up, not in the test` });
+      } else if (test.status === 'passed')
+        reasons.push({ run: 'sabotaged', code: 'test_passed', testId: id, message: `sabotaged: "${id}" still passes` });
+      else if (test.status === 'skipped')
+        reasons.push({ run: 'sabotaged', code: 'test_skipped', testId: id, message: `sabotaged: "${id}" was skipped` });
+      else if (test.failureKind === 'timeout')
+        reasons.push({
+          run: 'sabotaged',
+          code: 'test_timeout',
+          testId: id,
+          message: `sabotaged: "${id}" failed by its time limit (a hang is not a bug a candidate can read)`,
+        });
+      else if (test.failureKind === 'setup')
+        reasons.push({
+          run: 'sabotaged',
+          code: 'test_setup_error',
+          testId: id,
+          message: `sabotaged: "${id}" errored in its set-up, not in the test`,
+        });
     }
     for (const id of Object.keys(sabotaged.tests)) {
-      if (!Object.hasOwn(gold.tests, id)) reasons.push({ run: 'sabotaged', code: 'test_unexpected', testId: id, message: `sabotaged: "${id}" is not a test of the gold run` });
+      if (!Object.hasOwn(gold.tests, id))
+        reasons.push({
+          run: 'sabotaged',
+          code: 'test_unexpected',
+          testId: id,
+          message: `sabotaged: "${id}" is not a test of the gold run`,
+        });
     }
   }
   const tests = testVerdicts(gold, sabotaged);
@@ -50,12 +86,17 @@ export function judge(gold: SuiteResult, sabotaged: SuiteResult | null): Verdict
 /** Whole-run reasons: the run must have loaded, finished, been read and executed tests. */
 export function runReasons(run: 'gold' | 'sabotaged', result: SuiteResult): VerdictReason[] {
   const reasons: VerdictReason[] = [];
-  if (result.setupError) reasons.push({ run, code: 'setup_error', message: `${run}: the suite did not load: ${firstLine(result.setupError)}` });
+  if (result.setupError)
+    reasons.push({ run, code: 'setup_error', message: `${run}: the suite did not load: ${firstLine(result.setupError)}` });
   if (result.timedOut && !Object.values(result.tests).some((t) => t.failureKind === 'timeout')) {
     reasons.push({ run, code: 'timed_out', message: `${run}: the run hit its time limit and was killed` });
   }
   if (!result.ran && !result.setupError && !result.timedOut) {
-    reasons.push({ run, code: 'not_ran', message: `${run}: no complete report: ${firstLine(result.problems[0] ?? 'the runner produced no readable report')}` });
+    reasons.push({
+      run,
+      code: 'not_ran',
+      message: `${run}: no complete report: ${firstLine(result.problems[0] ?? 'the runner produced no readable report')}`,
+    });
   } else if (result.problems.length > 0 && result.ran) {
     reasons.push({ run, code: 'problems', message: `${run}: ${firstLine(result.problems[0])}` });
   }
@@ -84,7 +125,11 @@ function kindSuffix(kind: string | undefined): string {
 }
 
 export function firstLine(text: string | undefined): string {
-  const line = (text ?? '').trim().split('\n').find((l) => l.trim()) ?? '';
+  const line =
+    (text ?? '')
+      .trim()
+      .split('\n')
+      .find((l) => l.trim()) ?? '';
   return line.length > 300 ? `${line.slice(0, 300)}…` : line;
 }
 

@@ -36,6 +36,13 @@ export interface EngineOptions {
    */
   allowUnboundedProcesses?: boolean;
   /**
+   * Run untrusted code where no control group bounds the run's memory as a whole: rlimits
+   * then bound each process only, so a run may take up to `maxProcesses` × `memoryLimitMb`
+   * (plus its tmpfs workspace). Only on purpose; `allowUnboundedProcesses` accepts this too.
+   * Default: SLUICE_PROOF_ALLOW_PER_PROCESS_MEMORY=1.
+   */
+  allowPerProcessMemory?: boolean;
+  /**
    * `auto` (default): one control group per run where this process can make them (cgroup
    * v2 or v1 with the pids and memory controllers). `off`: rlimits only.
    */

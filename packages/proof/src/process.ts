@@ -57,9 +57,11 @@ const CPU_WATCH_MS = 200;
 const GATE = ['/bin/sh', '-c', 'read -r go || exit 125; exec "$@" </dev/null', 'sluice-gate'];
 
 export async function runProcess(options: RunProcessOptions): Promise<ProcessOutcome> {
-  const group = options.cgroup ? await options.cgroup.host.create(options.cgroup.limits).catch((error: Error) => {
-    throw new SandboxUnavailableError(`cannot make the run's control group: ${error.message}`);
-  }) : null;
+  const group = options.cgroup
+    ? await options.cgroup.host.create(options.cgroup.limits).catch((error: Error) => {
+        throw new SandboxUnavailableError(`cannot make the run's control group: ${error.message}`);
+      })
+    : null;
   try {
     return await runInGroup(options, group);
   } finally {

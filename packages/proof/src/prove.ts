@@ -43,7 +43,8 @@ export function checkProofOptions(options: EngineOptions): void {
     throw new InvalidInputError(`proofRepetitions must be an integer from 1 to ${MAX_PROOF_REPETITIONS}`, 'proofRepetitions');
   }
   const parallel = options.maxParallelRuns;
-  if (parallel !== undefined && (!Number.isInteger(parallel) || parallel < 1)) throw new InvalidInputError('maxParallelRuns must be a positive integer', 'maxParallelRuns');
+  if (parallel !== undefined && (!Number.isInteger(parallel) || parallel < 1))
+    throw new InvalidInputError('maxParallelRuns must be a positive integer', 'maxParallelRuns');
 }
 
 export function sameFiles(a: SourceFiles, b: SourceFiles): boolean {

@@ -24,10 +24,14 @@ export function checkRunSuiteInput(input: RunSuiteInput): void {
   }
   // A test id starts with its file's path (never with `-`: it is passed to the runner's command line).
   const only = input.only;
-  if (only !== undefined && (typeof only !== 'string' || !Object.keys(input.tests).some((path) => only === path || only.startsWith(`${path}::`)))) {
+  if (
+    only !== undefined &&
+    (typeof only !== 'string' || !Object.keys(input.tests).some((path) => only === path || only.startsWith(`${path}::`)))
+  ) {
     throw new InvalidInputError('only must be a test id of one of the test files (`<file>::<name>`, or a test file in SQL)', 'only');
   }
-  if (input.reverseOrder !== undefined && typeof input.reverseOrder !== 'boolean') throw new InvalidInputError('reverseOrder must be a boolean', 'reverseOrder');
+  if (input.reverseOrder !== undefined && typeof input.reverseOrder !== 'boolean')
+    throw new InvalidInputError('reverseOrder must be a boolean', 'reverseOrder');
   if (input.seed !== undefined && (!Number.isInteger(input.seed) || input.seed < 0 || input.seed > MAX_SEED)) {
     throw new InvalidInputError(`seed must be an integer from 0 to ${MAX_SEED}`, 'seed');
   }
@@ -45,7 +49,9 @@ export async function runSuite(input: RunSuiteInput, options: EngineOptions = {}
   if (input.language === 'sql') return runPgtap(input, options, timeoutMs);
   const sandbox = await resolveSandbox(options);
   return withWorkspace(options.workspaceRoot, (workspace) =>
-    input.language === 'python' ? runPytest(input, workspace, sandbox, options, timeoutMs) : runJest(input, workspace, sandbox, options, timeoutMs),
+    input.language === 'python'
+      ? runPytest(input, workspace, sandbox, options, timeoutMs)
+      : runJest(input, workspace, sandbox, options, timeoutMs),
   );
 }
 

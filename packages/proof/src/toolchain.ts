@@ -36,6 +36,8 @@ export const SYSTEM_PYTHON = '/usr/bin/python3';
 
 export function checkPython(): void {
   if (!existsSync(SYSTEM_PYTHON)) {
-    throw new RunnerUnavailableError(`${SYSTEM_PYTHON} is missing; install python3-pytest and python3-pytest-timeout (apt-get install --no-install-recommends python3-pytest python3-pytest-timeout)`);
+    throw new RunnerUnavailableError(
+      `${SYSTEM_PYTHON} is missing; install python3-pytest and python3-pytest-timeout (apt-get install --no-install-recommends python3-pytest python3-pytest-timeout)`,
+    );
   }
 }

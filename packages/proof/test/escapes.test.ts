@@ -16,7 +16,11 @@ const js = { 'sum.js': 'module.exports = { sum: (a, b) => a + b };\n' };
 const py = { 'sol.py': 'def add(a, b):\n    return a + b\n' };
 const project = fileURLToPath(new URL('../../..', import.meta.url)).replace(/\/$/, '');
 const passed = (result: Awaited<ReturnType<typeof runSuite>>, id: string) => {
-  assert.equal(result.tests[id]?.status, 'passed', `${id}: ${result.tests[id]?.message ?? result.setupError ?? result.problems.join('; ')}\n${result.output}`);
+  assert.equal(
+    result.tests[id]?.status,
+    'passed',
+    `${id}: ${result.tests[id]?.message ?? result.setupError ?? result.problems.join('; ')}\n${result.output}`,
+  );
 };
 
 test('network: PostgreSQL on 127.0.0.1:5432, a host server and an external address are unreachable from JS and Python', async () => {
@@ -43,7 +47,10 @@ test('network: PostgreSQL on 127.0.0.1:5432, a host server and an external addre
       "  expect(await attempt('1.1.1.1', 443)).toBe('ENETUNREACH');",
       '});',
     ].join('\n');
-    passed(await runSuite({ language: 'javascript', files: js, tests: { 'net.test.js': jsProbe } }, { workspaceRoot: root }), 'net.test.js::net');
+    passed(
+      await runSuite({ language: 'javascript', files: js, tests: { 'net.test.js': jsProbe } }, { workspaceRoot: root }),
+      'net.test.js::net',
+    );
     const pyProbe = [
       'import errno, socket',
       'def attempt(host, port):',
@@ -58,7 +65,10 @@ test('network: PostgreSQL on 127.0.0.1:5432, a host server and an external addre
       '    assert attempt("1.1.1.1", 443) == "ENETUNREACH"',
       '',
     ].join('\n');
-    passed(await runSuite({ language: 'python', files: py, tests: { 'test_net.py': pyProbe } }, { workspaceRoot: root }), 'test_net.py::test_net');
+    passed(
+      await runSuite({ language: 'python', files: py, tests: { 'test_net.py': pyProbe } }, { workspaceRoot: root }),
+      'test_net.py::test_net',
+    );
     assert.equal(connections, 0);
     await assertCleanedUp(root, [root]);
   } finally {
@@ -84,12 +94,18 @@ test('reads: the project, the workspace parent, a concurrent run, /root and /etc
       '    assert open("secret.txt").read() == "run B secret"',
       '',
     ].join('\n');
-    const runB = runSuite({ language: 'python', files: py, tests: { 'test_hold.py': holder }, timeoutMs: 60_000 }, { workspaceRoot: root, perTestTimeoutMs: 55_000 });
+    const runB = runSuite(
+      { language: 'python', files: py, tests: { 'test_hold.py': holder }, timeoutMs: 60_000 },
+      { workspaceRoot: root, perTestTimeoutMs: 55_000 },
+    );
     // B is inside its test once its report shows the set-up phase done.
     let runDirB = '';
     assert.ok(
       await eventually(() => {
-        runDirB = readdirSync(root).map((name) => join(root, name)).find((dir) => readText(join(dir, 'report')).includes('"when": "setup"')) ?? '';
+        runDirB =
+          readdirSync(root)
+            .map((name) => join(root, name))
+            .find((dir) => readText(join(dir, 'report')).includes('"when": "setup"')) ?? '';
         return runDirB !== '';
       }, 30_000),
       'run B never started',
@@ -113,7 +129,10 @@ test('reads: the project, the workspace parent, a concurrent run, /root and /etc
     ].join('\n');
     // As root on the host (`self`) owner permissions would allow /etc/shadow: it is covered up.
     for (const sandboxHostUser of ['unprivileged', 'self'] as const) {
-      const result = await runSuite({ language: 'javascript', files: js, tests: { 'read.test.js': reader } }, { workspaceRoot: root, sandboxHostUser });
+      const result = await runSuite(
+        { language: 'javascript', files: js, tests: { 'read.test.js': reader } },
+        { workspaceRoot: root, sandboxHostUser },
+      );
       passed(result, 'read.test.js::reads');
     }
     writeFileSync(join(workB, 'stop'), '');
@@ -135,7 +154,9 @@ function readText(path: string): string {
 test('writes outside the workspace fail (system, toolchain, project, /, /dev, /root, /proc/sys) and nothing appears on the host', async () => {
   const root = scratchRoot();
   const marker = `sluice-escaped-${uniqueSeconds()}`;
-  const targets = ['/usr', '/etc', join(project, 'node_modules'), project, '/root', '/var/tmp', '/', '/dev'].map((dir) => join(dir, marker));
+  const targets = ['/usr', '/etc', join(project, 'node_modules'), project, '/root', '/var/tmp', '/', '/dev'].map((dir) =>
+    join(dir, marker),
+  );
   // The workspace's parent, /tmp and /dev/shm are the sandbox's own small memory-backed mounts: writable, gone with the run.
   const private_ = [root, '/tmp', '/dev/shm'].map((dir) => join(dir, marker));
   try {
@@ -154,7 +175,10 @@ test('writes outside the workspace fail (system, toolchain, project, /, /dev, /r
       '    open("inside.txt", "w").write("x")',
       '',
     ].join('\n');
-    passed(await runSuite({ language: 'python', files: py, tests: { 'test_write.py': writer } }, { workspaceRoot: root }), 'test_write.py::test_writes');
+    passed(
+      await runSuite({ language: 'python', files: py, tests: { 'test_write.py': writer } }, { workspaceRoot: root }),
+      'test_write.py::test_writes',
+    );
     // Global sysctls: as `self` (root on the host) owner permissions would allow the write. The value written is the current one.
     const sysctl = [
       'def test_sysctl():',
@@ -168,7 +192,10 @@ test('writes outside the workspace fail (system, toolchain, project, /, /dev, /r
       '',
     ].join('\n');
     for (const sandboxHostUser of ['unprivileged', 'self'] as const) {
-      const result = await runSuite({ language: 'python', files: py, tests: { 'test_sysctl.py': sysctl } }, { workspaceRoot: root, sandboxHostUser });
+      const result = await runSuite(
+        { language: 'python', files: py, tests: { 'test_sysctl.py': sysctl } },
+        { workspaceRoot: root, sandboxHostUser },
+      );
       passed(result, 'test_sysctl.py::test_sysctl');
     }
     for (const path of [...targets, ...private_]) assert.equal(existsSync(path), false, `${path} exists on the host`);
@@ -204,7 +231,10 @@ test('a setsid child and a double-forked daemon are killed, whether the run ends
       "const { spawn } = require('child_process');",
       `test('hangs', () => { spawn('sh', ['-c', 'setsid sleep ${jsMarker} & exit 0'], { detached: true, stdio: 'ignore' }).unref(); while (true) {} });`,
     ].join('\n');
-    const timedOut = await runSuite({ language: 'javascript', files: js, tests: { 'hang.test.js': hanger }, timeoutMs: 6_000 }, { workspaceRoot: root });
+    const timedOut = await runSuite(
+      { language: 'javascript', files: js, tests: { 'hang.test.js': hanger }, timeoutMs: 6_000 },
+      { workspaceRoot: root },
+    );
     assert.equal(timedOut.timedOut, true);
     assert.equal(timedOut.ran, false);
     await assertCleanedUp(root, [jsMarker, root]);

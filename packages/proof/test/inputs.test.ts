@@ -4,13 +4,31 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ChallengeInvalidError, InvalidInputError, loadChallenge, prove, runSuite, saveSabotage, type RunSuiteInput } from '../src/index.js';
+import {
+  ChallengeInvalidError,
+  InvalidInputError,
+  loadChallenge,
+  prove,
+  runSuite,
+  saveSabotage,
+  type RunSuiteInput,
+} from '../src/index.js';
 
 const base: RunSuiteInput = { language: 'python', files: { 'sol.py': '' }, tests: { 'test_sol.py': '' } };
 const invalid = (field: string) => (e: unknown) => e instanceof InvalidInputError && e.code === 'invalid_input' && e.field === field;
 
 test('paths must stay inside the workspace and use a plain alphabet', async () => {
-  for (const path of ['../escape.py', '/etc/passwd', 'a/../../b.py', 'dir\\file.py', '.hidden.py', 'node_modules/x.js', 'sp ace.py', 'a//b.py', '']) {
+  for (const path of [
+    '../escape.py',
+    '/etc/passwd',
+    'a/../../b.py',
+    'dir\\file.py',
+    '.hidden.py',
+    'node_modules/x.js',
+    'sp ace.py',
+    'a//b.py',
+    '',
+  ]) {
     await assert.rejects(runSuite({ ...base, files: { [path]: 'x' } }), invalid('files'), path);
   }
   await assert.rejects(runSuite({ ...base, tests: { 'sol.py': '' } }), invalid('tests'));
@@ -33,7 +51,8 @@ test('the proof options and the variations of a run are checked', async () => {
   await assert.rejects(runSuite({ ...base, seed: -1 }), invalid('seed'));
   await assert.rejects(runSuite({ ...base, seed: 1000 }), invalid('seed'));
   await assert.rejects(runSuite({ ...base, reverseOrder: 'yes' as never }), invalid('reverseOrder'));
-  for (const only of ['', '--help', 'test_other.py::test_a', 'test_sol.pyx']) await assert.rejects(runSuite({ ...base, only }), invalid('only'), only);
+  for (const only of ['', '--help', 'test_other.py::test_a', 'test_sol.pyx'])
+    await assert.rejects(runSuite({ ...base, only }), invalid('only'), only);
 });
 
 test('challenge directories: challenge.json is validated, sabotaged/ is read and written', async () => {
@@ -49,7 +68,12 @@ test('challenge directories: challenge.json is validated, sabotaged/ is read and
     const loaded = await loadChallenge(dir);
     assert.equal(loaded.sabotaged, null);
     assert.equal(loaded.challenge.language, 'python');
-    const written = await saveSabotage(dir, loaded.challenge, { files: { 'sol.py': 'def add(a, b):\n    return 0\n' }, description: 'returns 0', hint: 'look' }, 'mutation');
+    const written = await saveSabotage(
+      dir,
+      loaded.challenge,
+      { files: { 'sol.py': 'def add(a, b):\n    return 0\n' }, description: 'returns 0', hint: 'look' },
+      'mutation',
+    );
     assert.deepEqual(written, ['sabotaged/sol.py', 'sabotage.json']);
     const again = await loadChallenge(dir);
     assert.deepEqual(again.sabotaged, { 'sol.py': 'def add(a, b):\n    return 0\n' });

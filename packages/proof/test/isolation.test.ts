@@ -11,7 +11,12 @@ const js = { 'sum.js': 'module.exports = { sum: (a, b) => a + b };\n' };
 const py = { 'sol.py': 'def add(a, b):\n    return a + b\n' };
 
 test('an infinite loop is killed at the hard limit: timed out, not run', async () => {
-  const result = await runSuite({ language: 'javascript', files: js, tests: { 'loop.test.js': "test('spins', () => { while (true) {} });\n" }, timeoutMs: 3_000 });
+  const result = await runSuite({
+    language: 'javascript',
+    files: js,
+    tests: { 'loop.test.js': "test('spins', () => { while (true) {} });\n" },
+    timeoutMs: 3_000,
+  });
   assert.equal(result.timedOut, true);
   assert.equal(result.ran, false);
 });
@@ -39,7 +44,10 @@ test('a setsid child in Python is gone when the run ends, even after pytest-time
     '        pass',
     '',
   ].join('\n');
-  const result = await runSuite({ language: 'python', files: py, tests: { 'test_escape.py': escapee }, timeoutMs: 10_000 }, { perTestTimeoutMs: 1_000 });
+  const result = await runSuite(
+    { language: 'python', files: py, tests: { 'test_escape.py': escapee }, timeoutMs: 10_000 },
+    { perTestTimeoutMs: 1_000 },
+  );
   assert.equal(result.tests['test_escape.py::test_escapes']?.failureKind, 'timeout');
   assert.match(result.output, /spawned \d+/, 'the escapee was started');
   assert.deepEqual(processesWith(marker), []);
@@ -49,9 +57,13 @@ test('without bubblewrap the engine refuses, and says how to proceed', async () 
   const noBwrap = { bubblewrapPath: '/nonexistent/bwrap' };
   await assert.rejects(
     runSuite({ language: 'python', files: py, tests: { 'test_a.py': 'def test_a():\n    pass\n' } }, noBwrap),
-    (error: unknown) => error instanceof SandboxUnavailableError && error.code === 'sandbox_unavailable' && /allowUnsandboxed/.test(error.message),
+    (error: unknown) =>
+      error instanceof SandboxUnavailableError && error.code === 'sandbox_unavailable' && /allowUnsandboxed/.test(error.message),
   );
-  await assert.rejects(runSuite({ language: 'python', files: py, tests: { 'test_a.py': '' } }, { sandbox: 'none' }), SandboxUnavailableError);
+  await assert.rejects(
+    runSuite({ language: 'python', files: py, tests: { 'test_a.py': '' } }, { sandbox: 'none' }),
+    SandboxUnavailableError,
+  );
 });
 
 test('unsandboxed on purpose: the run says so, and a setsid escapee is still killed', async () => {
@@ -64,7 +76,12 @@ test('unsandboxed on purpose: the run says so, and a setsid escapee is still kil
   const result = await runSuite(
     { language: 'javascript', files: js, tests: { 'escape.test.js': escapee }, timeoutMs: 8_000 },
     // Where no control group bounds the processes either, that risk too is accepted by name (this test spawns one).
-    { bubblewrapPath: '/nonexistent/bwrap', allowUnsandboxed: true, allowUnboundedProcesses: true, logger: { warn: (_o, m) => void warnings.push(m ?? ''), info: () => {}, debug: () => {} } },
+    {
+      bubblewrapPath: '/nonexistent/bwrap',
+      allowUnsandboxed: true,
+      allowUnboundedProcesses: true,
+      logger: { warn: (_o, m) => void warnings.push(m ?? ''), info: () => {}, debug: () => {} },
+    },
   );
   assert.equal(result.sandboxed, false);
   assert.equal(result.timedOut, true);
@@ -110,7 +127,10 @@ test('the workspace is removed after every run, even a killed one', async () => 
   chmodSync(root, 0o755);
   try {
     await runSuite({ language: 'python', files: py, tests: { 'test_a.py': 'def test_a():\n    assert True\n' } }, { workspaceRoot: root });
-    await runSuite({ language: 'python', files: py, tests: { 'test_b.py': 'import os\ndef test_b():\n    os._exit(0)\n' }, timeoutMs: 5_000 }, { workspaceRoot: root });
+    await runSuite(
+      { language: 'python', files: py, tests: { 'test_b.py': 'import os\ndef test_b():\n    os._exit(0)\n' }, timeoutMs: 5_000 },
+      { workspaceRoot: root },
+    );
     assert.deepEqual(readdirSync(root), []);
   } finally {
     rmSync(root, { recursive: true, force: true });

@@ -8,8 +8,19 @@ function run(tests: Record<string, Partial<TestResult>>, extra: Partial<SuiteRes
   const full: Record<string, TestResult> = {};
   for (const [id, t] of Object.entries(tests)) full[id] = { id, status: 'passed', ...t };
   return {
-    language: 'python', ran: true, tests: full, setupError: null, problems: [], timedOut: false,
-    durationMs: 1, output: '', outputTruncated: false, sandboxed: true, exitCode: 0, usage: null, ...extra,
+    language: 'python',
+    ran: true,
+    tests: full,
+    setupError: null,
+    problems: [],
+    timedOut: false,
+    durationMs: 1,
+    output: '',
+    outputTruncated: false,
+    sandboxed: true,
+    exitCode: 0,
+    usage: null,
+    ...extra,
   };
 }
 const codes = (v: ReturnType<typeof judge>) => v.reasons.map((r) => `${r.run}:${r.code}`);
@@ -18,7 +29,10 @@ test('accepted: gold passes every test, sabotaged fails every one', () => {
   const verdict = judge(run({ a: {}, b: {} }), run({ a: { status: 'failed' }, b: { status: 'failed' } }));
   assert.equal(verdict.accepted, true);
   assert.deepEqual(verdict.reasons, []);
-  assert.deepEqual(verdict.tests.map((t) => t.ok), [true, true]);
+  assert.deepEqual(
+    verdict.tests.map((t) => t.ok),
+    [true, true],
+  );
   assert.match(verdict.summary, /^accepted/);
 });
 
@@ -36,15 +50,16 @@ test('sabotaged: one test still passing, a missing id, an extra id, a per-test t
   const gold = run({ a: {}, b: {} });
   assert.deepEqual(codes(judge(gold, run({ a: { status: 'failed' }, b: {} }))), ['sabotaged:test_passed']);
   assert.deepEqual(codes(judge(gold, run({ a: { status: 'failed' } }))), ['sabotaged:test_missing']);
-  assert.deepEqual(
-    codes(judge(gold, run({ a: { status: 'failed' }, b: { status: 'failed' }, c: { status: 'failed' } }))),
-    ['sabotaged:test_unexpected'],
-  );
+  assert.deepEqual(codes(judge(gold, run({ a: { status: 'failed' }, b: { status: 'failed' }, c: { status: 'failed' } }))), [
+    'sabotaged:test_unexpected',
+  ]);
   assert.deepEqual(
     codes(judge(gold, run({ a: { status: 'failed', failureKind: 'timeout' }, b: { status: 'failed' } }, { timedOut: true }))),
     ['sabotaged:test_timeout'],
   );
-  assert.deepEqual(codes(judge(gold, run({ a: { status: 'failed', failureKind: 'setup' }, b: { status: 'failed' } }))), ['sabotaged:test_setup_error']);
+  assert.deepEqual(codes(judge(gold, run({ a: { status: 'failed', failureKind: 'setup' }, b: { status: 'failed' } }))), [
+    'sabotaged:test_setup_error',
+  ]);
   assert.deepEqual(codes(judge(gold, run({ a: { status: 'failed' }, b: { status: 'skipped' } }))), ['sabotaged:test_skipped']);
 });
 

@@ -19,10 +19,13 @@ import { assertCleanedUp, processesWith, scratchRoot } from './helpers.js';
 const js = { 'sum.js': 'module.exports = { sum: (a, b) => a + b };\n' };
 const py = { 'sol.py': 'def add(a, b):\n    return a + b\n' };
 
-const groups = await describeBounds({}).then((b) => b.memory.scope === 'run', () => false);
+const groups = await describeBounds({}).then(
+  (b) => b.memory.scope === 'run',
+  () => false,
+);
 const MODES: { name: string; options: EngineOptions; wholeRun: boolean }[] = [
   ...(groups ? [{ name: 'control group', options: {}, wholeRun: true }] : []),
-  { name: 'rlimits', options: { cgroup: 'off' }, wholeRun: false },
+  { name: 'rlimits', options: { cgroup: 'off', allowPerProcessMemory: true }, wholeRun: false },
 ];
 
 /** Calls `sample` every 100 ms while `work` runs. */
@@ -91,7 +94,10 @@ for (const mode of MODES) {
       let peak = 0;
       let hostForks = 0;
       let braked = false;
-      const run = runSuite({ language: 'python', files: py, tests: { 'test_bomb.py': bomb }, timeoutMs: 15_000 }, { ...mode.options, workspaceRoot: root, maxProcesses });
+      const run = runSuite(
+        { language: 'python', files: py, tests: { 'test_bomb.py': bomb }, timeoutMs: 15_000 },
+        { ...mode.options, workspaceRoot: root, maxProcesses },
+      );
       const result = await sampling(run, () => {
         // Every process of the run has the workspace root on its command line (pytest's --rootdir).
         const count = processesWith(root).length;
@@ -109,7 +115,9 @@ for (const mode of MODES) {
       assert.ok(peak >= maxProcesses / 2, `the bomb only reached ${peak} processes: it never ran into the limit`);
       assert.ok(hostForks > 0);
       if (mode.wholeRun) assert.ok((result.usage?.forksRefused ?? 0) > 0, `the group refused no fork: ${JSON.stringify(result.usage)}`);
-      t.diagnostic(`${mode.name} fork bomb: peak ${peak} processes (limit ${maxProcesses}), ${hostForks} host processes started meanwhile, ${result.usage?.forksRefused ?? '?'} forks refused, ended after ${result.durationMs} ms`);
+      t.diagnostic(
+        `${mode.name} fork bomb: peak ${peak} processes (limit ${maxProcesses}), ${hostForks} host processes started meanwhile, ${result.usage?.forksRefused ?? '?'} forks refused, ended after ${result.durationMs} ms`,
+      );
       await assertCleanedUp(root, [root]);
     } finally {
       brake(root);
@@ -170,7 +178,10 @@ for (const mode of MODES) {
       const status = result.tests['test_hogs.py::test_hogs']?.status;
       assert.ok(status === 'failed' || result.problems.some((p) => /ran out of memory/.test(p)), problems(result));
       if (mode.wholeRun) {
-        assert.ok(result.usage?.peakMemoryBytes !== null && result.usage!.peakMemoryBytes! <= memoryLimitMb * 1024 * 1024, JSON.stringify(result.usage));
+        assert.ok(
+          result.usage?.peakMemoryBytes !== null && result.usage!.peakMemoryBytes! <= memoryLimitMb * 1024 * 1024,
+          JSON.stringify(result.usage),
+        );
         // Other test files run beside this one (a browser, PostgreSQL): the margin is theirs.
         // Without the bound the children would take 12 GB.
         assert.ok(before - lowest < (memoryLimitMb + 2048) * 1024 * 1024, `the host lost ${before - lowest} bytes of available memory`);
@@ -217,7 +228,10 @@ for (const mode of MODES) {
       assert.equal(result.tests['test_spin.py::test_spins']?.status === 'passed', false);
       assert.ok(hostForks > 0);
       if (mode.wholeRun) {
-        assert.ok(result.problems.some((p) => /more CPU time than its limit/.test(p)), problems(result));
+        assert.ok(
+          result.problems.some((p) => /more CPU time than its limit/.test(p)),
+          problems(result),
+        );
         // The watchdog reads every 200 ms, later when this process is starved on a busy host;
         // at 1 core of bandwidth the run overshoots by no more than that delay. Unbounded, 30
         // spinners would use up to 60 s each.
@@ -226,7 +240,9 @@ for (const mode of MODES) {
         // Each process is killed at its own RLIMIT_CPU: the children die and the suite fails.
         assert.equal(result.timedOut, false, problems(result));
       }
-      t.diagnostic(`${mode.name}: ${children} spinning processes, cpuTimeLimitMs ${cpuTimeLimitMs}: ended after ${result.durationMs} ms, CPU time ${Math.round(result.usage?.cpuTimeMs ?? -1)} ms`);
+      t.diagnostic(
+        `${mode.name}: ${children} spinning processes, cpuTimeLimitMs ${cpuTimeLimitMs}: ended after ${result.durationMs} ms, CPU time ${Math.round(result.usage?.cpuTimeMs ?? -1)} ms`,
+      );
       await assertCleanedUp(root, [root]);
     } finally {
       brake(root);
@@ -259,14 +275,19 @@ for (const mode of MODES) {
       };
       const before = free();
       let lowest = before;
-      const run = runSuite({ language: 'python', files: py, tests: { 'test_fill.py': fill }, timeoutMs: 60_000 }, { ...mode.options, workspaceRoot: root, diskLimitMb });
+      const run = runSuite(
+        { language: 'python', files: py, tests: { 'test_fill.py': fill }, timeoutMs: 60_000 },
+        { ...mode.options, workspaceRoot: root, diskLimitMb },
+      );
       const result = await sampling(run, () => {
         lowest = Math.min(lowest, free());
       });
       assert.equal(result.tests['test_fill.py::test_fill']?.status, 'passed', problems(result));
       // Other writers share this disk; far less than the 2 GiB the fill tries is the test.
       assert.ok(before - lowest < 1024 * 1024 * 1024, `the host disk lost ${before - lowest} bytes during the run`);
-      t.diagnostic(`${mode.name}: disk fill stopped at ${diskLimitMb} MiB; host free space fell by at most ${Math.max(0, before - lowest)} bytes`);
+      t.diagnostic(
+        `${mode.name}: disk fill stopped at ${diskLimitMb} MiB; host free space fell by at most ${Math.max(0, before - lowest)} bytes`,
+      );
       await assertCleanedUp(root, [root]);
     } finally {
       rmSync(root, { recursive: true, force: true });
@@ -302,17 +323,27 @@ test('memory exhaustion is stopped by memoryLimitMb: MemoryError in Python, heap
       '        assert written <= 64 << 20, (directory, written)',
       '',
     ].join('\n');
-    const python = await runSuite({ language: 'python', files: py, tests: { 'test_hog.py': hog }, timeoutMs: 30_000 }, { workspaceRoot: root, memoryLimitMb });
+    const python = await runSuite(
+      { language: 'python', files: py, tests: { 'test_hog.py': hog }, timeoutMs: 30_000 },
+      { workspaceRoot: root, memoryLimitMb },
+    );
     const died = python.tests['test_hog.py::test_allocates_until_it_dies'];
     assert.equal(died?.status, 'failed');
     assert.match(died?.message ?? '', /MemoryError/);
     assert.equal(python.tests['test_hog.py::test_fills_memory_backed_directories']?.status, 'passed', python.output);
 
-    const heap = "test('allocates until it dies', () => { const keep = []; for (let i = 0; i < 1e6; i++) keep.push(new Array(100000).fill(1.5)); });\n";
-    const node = await runSuite({ language: 'javascript', files: js, tests: { 'hog.test.js': heap }, timeoutMs: 60_000 }, { workspaceRoot: root, memoryLimitMb });
+    const heap =
+      "test('allocates until it dies', () => { const keep = []; for (let i = 0; i < 1e6; i++) keep.push(new Array(100000).fill(1.5)); });\n";
+    const node = await runSuite(
+      { language: 'javascript', files: js, tests: { 'hog.test.js': heap }, timeoutMs: 60_000 },
+      { workspaceRoot: root, memoryLimitMb },
+    );
     assert.equal(node.timedOut, false);
     assert.equal(node.ran, false);
-    assert.ok(node.problems.some((p) => /ran out of memory \(memoryLimitMb 256/.test(p)), node.problems.join('\n'));
+    assert.ok(
+      node.problems.some((p) => /ran out of memory \(memoryLimitMb 256/.test(p)),
+      node.problems.join('\n'),
+    );
     await assertCleanedUp(root, [root]);
   } finally {
     rmSync(root, { recursive: true, force: true });
@@ -334,7 +365,10 @@ test('an output flood of 1 GiB on stdout and stderr is cut at the cap, the run e
     ].join('\n');
     const before = process.memoryUsage().rss;
     let peak = before;
-    const run = runSuite({ language: 'javascript', files: js, tests: { 'flood.test.js': flood }, timeoutMs: 120_000 }, { workspaceRoot: root, outputLimitBytes: 10_000 });
+    const run = runSuite(
+      { language: 'javascript', files: js, tests: { 'flood.test.js': flood }, timeoutMs: 120_000 },
+      { workspaceRoot: root, outputLimitBytes: 10_000 },
+    );
     const result = await sampling(run, () => {
       peak = Math.max(peak, process.memoryUsage().rss);
     });

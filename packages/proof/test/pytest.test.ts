@@ -22,7 +22,10 @@ const reasons = (v: Awaited<ReturnType<typeof prove>>) => v.reasons.map((r) => `
 test('a bug that fails every test is accepted; ids are pytest node ids', async () => {
   const verdict = await prove({ language: 'python', gold, sabotaged: add('return a + b + 1'), tests });
   assert.equal(verdict.accepted, true, verdict.summary);
-  assert.deepEqual(verdict.tests.map((t) => t.id), ['test_sol.py::test_add', 'test_sol.py::test_table[0-0-0]', 'test_sol.py::test_table[2-5-7]']);
+  assert.deepEqual(
+    verdict.tests.map((t) => t.id),
+    ['test_sol.py::test_add', 'test_sol.py::test_table[0-0-0]', 'test_sol.py::test_table[2-5-7]'],
+  );
 });
 
 test('a bug that breaks only some tests is not accepted', async () => {
@@ -55,7 +58,10 @@ test('an empty test file executes zero tests', async () => {
 test('all tests skipped, or one marked xfail, rejects the gold suite', async () => {
   const skipped = { 'test_skip.py': 'import pytest\n@pytest.mark.skip(reason="later")\ndef test_a():\n    assert False\n' };
   const result = await runSuite({ language: 'python', files: gold, tests: skipped });
-  assert.deepEqual(Object.values(result.tests).map((t) => t.status), ['skipped']);
+  assert.deepEqual(
+    Object.values(result.tests).map((t) => t.status),
+    ['skipped'],
+  );
   const xfail = { 'test_x.py': 'import pytest\nfrom sol import add\n@pytest.mark.xfail\ndef test_a():\n    assert add(1, 1) == 2\n' };
   const verdict = await prove({ language: 'python', gold, sabotaged: add('return 0'), tests: xfail });
   assert.ok(reasons(verdict).includes('gold:test_skipped'), verdict.summary);
@@ -78,14 +84,23 @@ test('os._exit(0) inside a test leaves no final report: not run', async () => {
 
 test('a fixture that errors is a set-up error, not a failure of the test', async () => {
   const fixtureTests = {
-    'test_fx.py': 'import pytest\nfrom sol import add\n@pytest.fixture\ndef three():\n    return add(1, 2)\n\ndef test_three(three):\n    assert three == 3\n',
+    'test_fx.py':
+      'import pytest\nfrom sol import add\n@pytest.fixture\ndef three():\n    return add(1, 2)\n\ndef test_three(three):\n    assert three == 3\n',
   };
   const verdict = await prove({ language: 'python', gold, sabotaged: add('raise RuntimeError("in fixture")'), tests: fixtureTests });
   assert.deepEqual(reasons(verdict), ['sabotaged:test_setup_error']);
 });
 
 test('pytest-timeout ending a test is a timeout, not a failure', async () => {
-  const verdict = await prove({ language: 'python', gold, sabotaged: add('while True:\n        pass'), tests: { 'test_one.py': 'from sol import add\ndef test_add():\n    assert add(1, 2) == 3\n' } }, { perTestTimeoutMs: 1_000 });
+  const verdict = await prove(
+    {
+      language: 'python',
+      gold,
+      sabotaged: add('while True:\n        pass'),
+      tests: { 'test_one.py': 'from sol import add\ndef test_add():\n    assert add(1, 2) == 3\n' },
+    },
+    { perTestTimeoutMs: 1_000 },
+  );
   assert.deepEqual(reasons(verdict), ['sabotaged:test_timeout']);
   assert.equal(verdict.sabotaged?.timedOut, true);
 });
@@ -94,6 +109,11 @@ test('requirements are checked offline: an unavailable one is a clear setup erro
   const ok = await runSuite({ language: 'python', files: gold, tests, dependencies: { pytest: '>=7' } });
   assert.equal(ok.setupError, null);
   assert.equal(Object.keys(ok.tests).length, 3);
-  const missing = await runSuite({ language: 'python', files: gold, tests, dependencies: { 'no-such-distribution-xyz': '', pytest: '<1' } });
+  const missing = await runSuite({
+    language: 'python',
+    files: gold,
+    tests,
+    dependencies: { 'no-such-distribution-xyz': '', pytest: '<1' },
+  });
   assert.match(missing.setupError ?? '', /no-such-distribution-xyz \(not installed\), pytest<1 \(installed: 7\./);
 });

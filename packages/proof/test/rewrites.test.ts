@@ -21,7 +21,10 @@ function pythonValue(source: string, expression: string): string {
 
 test('python: a run of defs is reversed only when no def evaluates another when defined', async () => {
   const independent = 'def add(a, b):\n    return a + b\n\n\ndef double(x):\n    return add(x, x)\n';
-  assert.equal(await rewritePython(independent, new Set()), '# an equivalent rewrite of the solution\ndef double(x_1):\n        return add(x_1, x_1)\n\n\ndef add(a_1, b_1):\n        return a_1 + b_1\n');
+  assert.equal(
+    await rewritePython(independent, new Set()),
+    '# an equivalent rewrite of the solution\ndef double(x_1):\n        return add(x_1, x_1)\n\n\ndef add(a_1, b_1):\n        return a_1 + b_1\n',
+  );
 
   const cases = [
     // A default is evaluated by `def`: `g` needs `f` bound first, and its default still names the outer `f`.
@@ -96,14 +99,21 @@ test('javascript: the rewrite changes indentation even with nothing to rename, a
     parse(code, { sourceType: 'module' }).program.body.flatMap((s) => {
       if (s.type !== 'ExportNamedDeclaration' || !s.declaration) return [];
       const d = s.declaration;
-      return d.type === 'FunctionDeclaration' ? [d.id!.name] : d.type === 'VariableDeclaration' ? d.declarations.map((v) => (v.id as { name: string }).name) : [];
+      return d.type === 'FunctionDeclaration'
+        ? [d.id!.name]
+        : d.type === 'VariableDeclaration'
+          ? d.declarations.map((v) => (v.id as { name: string }).name)
+          : [];
     });
   assert.deepEqual(exported(rewritten), exported(gold));
   assert.deepEqual(exported(gold), ['LIMIT', 'limit', 'banner', 'joined']);
 });
 
 test('typescript: a template literal type and a template literal keep their text; indentation doubled', () => {
-  const gold = "type Key = `id-${string}`;\nexport function key(n: number): Key {\n  const text = `id-${n}`;\n  return text as Key;\n}\n";
+  const gold = 'type Key = `id-${string}`;\nexport function key(n: number): Key {\n  const text = `id-${n}`;\n  return text as Key;\n}\n';
   const rewritten = rewriteJavaScript('key.ts', gold);
-  assert.equal(rewritten, '// an equivalent rewrite of the solution\ntype Key = `id-${string}`;\nexport function key(_n2: number): Key {\n    const _text2 = `id-${_n2}`;\n    return _text2 as Key;\n}\n');
+  assert.equal(
+    rewritten,
+    '// an equivalent rewrite of the solution\ntype Key = `id-${string}`;\nexport function key(_n2: number): Key {\n    const _text2 = `id-${_n2}`;\n    return _text2 as Key;\n}\n',
+  );
 });

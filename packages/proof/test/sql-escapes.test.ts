@@ -50,7 +50,10 @@ test('SQL cannot reach other databases, server programs, server files, settings,
   const other = `sluice_proof_db_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
   await admin((c) => c.query(`CREATE DATABASE ${other}`));
   try {
-    await admin((c) => c.query(`REVOKE ALL ON DATABASE ${other} FROM PUBLIC; CREATE TABLE secret AS SELECT 'run B secret' AS value`), other);
+    await admin(
+      (c) => c.query(`REVOKE ALL ON DATABASE ${other} FROM PUBLIC; CREATE TABLE secret AS SELECT 'run B secret' AS value`),
+      other,
+    );
     const refused = (sql: string, description: string, code = '42501') =>
       `SELECT throws_ok(${literal(sql)}, ${code === 'any' ? 'NULL' : literal(code)}, NULL, ${literal(description)});`;
     const attempts = [
@@ -117,8 +120,12 @@ test('sweepStale drops run databases and roles a crashed engine left, and spares
   const live = { database: `sluice_proof_db_${now}_${id()}`, role: `sluice_proof_run_${now}_${id()}` };
   const exists = () =>
     admin(async (c) => ({
-      databases: (await c.query('SELECT datname FROM pg_database WHERE datname = ANY($1) ORDER BY 1', [[stale.database, live.database]])).rows.map((r) => r.datname),
-      roles: (await c.query('SELECT rolname FROM pg_roles WHERE rolname = ANY($1) ORDER BY 1', [[stale.role, live.role]])).rows.map((r) => r.rolname),
+      databases: (
+        await c.query('SELECT datname FROM pg_database WHERE datname = ANY($1) ORDER BY 1', [[stale.database, live.database]])
+      ).rows.map((r) => r.datname),
+      roles: (await c.query('SELECT rolname FROM pg_roles WHERE rolname = ANY($1) ORDER BY 1', [[stale.role, live.role]])).rows.map(
+        (r) => r.rolname,
+      ),
     }));
   try {
     await admin(async (c) => {

@@ -40,7 +40,8 @@ test('TAP: no assertions at all, and Bail out!', () => {
 
 test('SQL scripts split into statements with their lines; psql display commands dropped, others refused', async () => {
   await loadSqlParser();
-  const script = "\\set ECHO none\nBEGIN;\nSELECT plan(1);\n-- a comment\nSELECT is(f($$a;b$$), 'x', 'semicolon inside dollar quotes');\nROLLBACK;\n";
+  const script =
+    "\\set ECHO none\nBEGIN;\nSELECT plan(1);\n-- a comment\nSELECT is(f($$a;b$$), 'x', 'semicolon inside dollar quotes');\nROLLBACK;\n";
   const split = splitSqlScript(script);
   assert.ok('statements' in split);
   assert.deepEqual(
@@ -52,7 +53,7 @@ test('SQL scripts split into statements with their lines; psql display commands 
       [6, 'ROLLBACK'],
     ],
   );
-  const shell = splitSqlScript("\\! rm -rf /\nSELECT 1;\n");
+  const shell = splitSqlScript('\\! rm -rf /\nSELECT 1;\n');
   assert.ok('error' in shell);
   assert.match((shell as { error: string }).error, /line 1: psql meta-command/);
   const broken = splitSqlScript('SELECT plan(1);\nSELEC oops;\n');

@@ -1,6 +1,7 @@
 // The Sluice dashboard: plain DOM and ES modules, no build step. This module signs in and
 // out, routes the URL hash to a view (views/*.js) and polls the live ones.
 import { $, TOKEN_KEY, apiCall, session, setStatus } from './lib.js';
+import { cohortView, cohortsView } from './views/cohorts.js';
 import { deadLettersView } from './views/dead-letters.js';
 import { jobView } from './views/job.js';
 import { jobsView } from './views/jobs.js';
@@ -107,12 +108,15 @@ function viewFor(hash) {
   const [path] = hash.split('?');
   let match;
   if ((match = /^#\/jobs\/(\d+)$/.exec(path))) return jobView(match[1]);
-  if ((match = /^#\/queues\/([^/]+)(\/policy)?$/.exec(path))) return queueView(decodeURIComponent(match[1]), { toPolicy: Boolean(match[2]) });
+  if ((match = /^#\/queues\/([^/]+)(\/policy)?$/.exec(path)))
+    return queueView(decodeURIComponent(match[1]), { toPolicy: Boolean(match[2]) });
   if (path === '#/jobs') return jobsView();
   if (path === '#/schedules') return schedulesView();
   if (path === '#/dead') return deadLettersView();
   if (path === '#/missions') return missionsView();
   if (path === '#/missions/qa') return qaView();
+  if (path === '#/missions/cohorts') return cohortsView();
+  if ((match = /^#\/missions\/cohorts\/(\d+)$/.exec(path))) return cohortView(match[1]);
   return overviewView();
 }
 

@@ -1,12 +1,21 @@
-// Charts of a queue's last hour (GET /api/queues/:queue/series, or every queue's at once from GET
-// /api/series; one point a minute) drawn by uPlot. Each chart says what it drew in its figure's
+// Charts of a queue's recent minutes, over the range picked (range.js; GET /api/queues/:queue/series,
+// or every queue's at once from GET /api/series; one point a minute) drawn by uPlot. Each chart says what it drew in its figure's
 // `data-drawn` (the arrays handed to uPlot, read back from it), and shows a sentence instead of
 // a canvas when nothing was recorded, so an empty hour never draws NaN axes.
 import uPlot from './vendor/uplot.esm.js';
 import { fmtCount, fmtSeconds, h } from './lib.js';
+import { rangeWords } from './range.js';
 
 // Okabe–Ito colours: told apart with the common colour-vision deficiencies; caps are dashed.
-const C = { black: '#1d1d1b', orange: '#e69f00', sky: '#56b4e9', green: '#009e73', blue: '#0072b2', vermillion: '#d55e00', purple: '#cc79a7' };
+const C = {
+  black: '#1d1d1b',
+  orange: '#e69f00',
+  sky: '#56b4e9',
+  green: '#009e73',
+  blue: '#0072b2',
+  vermillion: '#d55e00',
+  purple: '#cc79a7',
+};
 const COUNT_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6];
 const compactCount = (n) => (n >= 1e6 ? `${n / 1e6}M` : n >= 1e4 ? `${n / 1e3}k` : fmtCount(n));
 
@@ -16,19 +25,49 @@ const cap = gauge('cap', 'cap', C.black, { dash: [6, 4], fill: false });
 
 /** The charts of a queue's page; `unit` labels the y axis. */
 export const QUEUE_CHARTS = [
-  { id: 'running', title: 'Running against the cap', unit: 'jobs running', empty: 'No data in the last hour.', series: [gauge('running', 'running', C.green), cap] },
-  { id: 'ready', title: 'Ready depth', unit: 'jobs ready', empty: 'No data in the last hour.', series: [gauge('ready', 'ready', C.blue)] },
-  { id: 'lag', title: 'Lag (age of the oldest ready job)', unit: 'seconds', format: fmtSeconds, empty: 'No data in the last hour.',
-    series: [gauge('lagMs', 'lag', C.orange, { value: (p) => (p.lagMs === null ? null : p.lagMs / 1000) })] },
-  { id: 'flow', title: 'Starts and ends per minute', unit: 'jobs / min', empty: 'Nothing started or ended in the last hour.',
-    series: [counter('starts', 'starts', C.sky), counter('completions', 'completions', C.green), counter('failures', 'failures (will retry)', C.orange), counter('dead', 'dead', C.vermillion)] },
-  { id: 'refusals', title: 'Sends refused per minute', unit: 'sends / min', empty: 'No sends refused in the last hour.',
-    series: [counter('shed', 'shed (503)', C.purple), counter('keyLimited', 'key-limited (429)', C.blue, { dash: [2, 3] })] },
+  {
+    id: 'running',
+    title: 'Running against the cap',
+    unit: 'jobs running',
+    empty: 'No data in {range}.',
+    series: [gauge('running', 'running', C.green), cap],
+  },
+  { id: 'ready', title: 'Ready depth', unit: 'jobs ready', empty: 'No data in {range}.', series: [gauge('ready', 'ready', C.blue)] },
+  {
+    id: 'lag',
+    title: 'Lag (age of the oldest ready job)',
+    unit: 'seconds',
+    format: fmtSeconds,
+    empty: 'No data in {range}.',
+    series: [gauge('lagMs', 'lag', C.orange, { value: (p) => (p.lagMs === null ? null : p.lagMs / 1000) })],
+  },
+  {
+    id: 'flow',
+    title: 'Starts and ends per minute',
+    unit: 'jobs / min',
+    empty: 'Nothing started or ended in {range}.',
+    series: [
+      counter('starts', 'starts', C.sky),
+      counter('completions', 'completions', C.green),
+      counter('failures', 'failures (will retry)', C.orange),
+      counter('dead', 'dead', C.vermillion),
+    ],
+  },
+  {
+    id: 'refusals',
+    title: 'Sends refused per minute',
+    unit: 'sends / min',
+    empty: 'No sends refused in {range}.',
+    series: [counter('shed', 'shed (503)', C.purple), counter('keyLimited', 'key-limited (429)', C.blue, { dash: [2, 3] })],
+  },
 ];
 
 /** The overview's one chart per queue: running against the cap, and ready on its own axis. */
 export const OVERVIEW_CHART = {
-  id: 'load', title: 'Running against the cap, and ready depth', unit: 'running', empty: 'No data in the last hour.',
+  id: 'load',
+  title: 'Running against the cap, and ready depth',
+  unit: 'running',
+  empty: 'No data in {range}.',
   series: [gauge('running', 'running', C.green), cap, gauge('ready', 'ready', C.blue, { scale: 'ready' })],
   right: { scale: 'ready', unit: 'ready', color: C.blue },
 };
@@ -110,7 +149,9 @@ function summary(spec, data) {
   const parts = spec.series.map((s, i) => {
     const values = data[i + 1].filter((v) => v !== null);
     if (s.counter) return `${s.label} ${fmtCount(values.reduce((n, v) => n + v, 0))} in all`;
-    return values.length ? `${s.label} up to ${spec.format ? spec.format(Math.max(...values)) : fmtCount(Math.max(...values))}` : `${s.label} not recorded`;
+    return values.length
+      ? `${s.label} up to ${spec.format ? spec.format(Math.max(...values)) : fmtCount(Math.max(...values))}`
+      : `${s.label} not recorded`;
   });
   return `${spec.title}, last ${data[0].length} minutes: ${parts.join(', ')}`;
 }
@@ -122,9 +163,14 @@ function summary(spec, data) {
 export function seriesChart(spec, { compact = false, sync } = {}) {
   const height = compact ? 150 : 200;
   const plot = h('div', { class: 'plot', role: 'img' });
-  const empty = h('p', { class: 'chart-empty', hidden: true }, spec.empty);
-  const el = h('figure', { class: `series-chart${compact ? ' compact' : ''}`, 'data-chart': spec.id },
-    compact ? null : h('figcaption', {}, spec.title), plot, empty);
+  const empty = h('p', { class: 'chart-empty', hidden: true });
+  const el = h(
+    'figure',
+    { class: `series-chart${compact ? ' compact' : ''}`, 'data-chart': spec.id },
+    compact ? null : h('figcaption', {}, spec.title),
+    plot,
+    empty,
+  );
   let chart = null;
   const width = () => Math.max(200, Math.floor(plot.clientWidth || el.clientWidth || 320));
   const resize = new ResizeObserver(() => chart?.setSize({ width: width(), height }));
@@ -135,6 +181,7 @@ export function seriesChart(spec, { compact = false, sync } = {}) {
     update(points) {
       const data = columns(spec, points);
       const none = isEmpty(spec, data);
+      empty.textContent = spec.empty.replace('{range}', rangeWords(points.length));
       empty.hidden = !none;
       plot.hidden = none;
       if (none) {
@@ -155,5 +202,5 @@ export function seriesChart(spec, { compact = false, sync } = {}) {
   };
 }
 
-/** Counters of the last hour added up: { starts, completions, ... }. */
+/** Counters of the points added up: { starts, completions, ... }. */
 export const totals = (points, keys) => Object.fromEntries(keys.map((k) => [k, points.reduce((n, p) => n + (p[k] ?? 0), 0)]));

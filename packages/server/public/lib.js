@@ -40,7 +40,12 @@ export function fmtPeriod(ms) {
 export const fmtSeconds = (s) => (s < 1 ? `${Math.round(s * 1000)} ms` : s < 120 ? `${s.toFixed(1)} s` : `${Math.round(s / 60)} min`);
 
 const relative = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
-const UNITS = [['day', 86_400], ['hour', 3_600], ['minute', 60], ['second', 1]];
+const UNITS = [
+  ['day', 86_400],
+  ['hour', 3_600],
+  ['minute', 60],
+  ['second', 1],
+];
 
 /** "in 3 minutes", "2 hours ago", "now": how far `value` is from `now`. */
 export function fmtRelative(value, now = Date.now()) {
@@ -100,4 +105,17 @@ export async function act(label, fn) {
 
 /** A table with a header row over `body`, a <tbody>. */
 export const table = (attrs, headings, body) =>
-  h('table', attrs, h('thead', {}, h('tr', {}, headings.map((t) => h('th', { scope: 'col' }, t)))), body);
+  h(
+    'table',
+    attrs,
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        headings.map((t) => h('th', { scope: 'col' }, t)),
+      ),
+    ),
+    body,
+  );

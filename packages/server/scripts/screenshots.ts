@@ -14,8 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { startEmbeddedServer } from '@sluice/embedded-postgres';
-import pg from 'pg';
+import { scratchDatabase } from '@sluice/testkit';
 import { KeyLimitError, QueueFullError, Sluice } from 'sluice';
 import { buildApp } from '../src/app.js';
 import { browserPages, problemsOf, signIn } from '../test/browser.js';
@@ -25,28 +24,9 @@ const MINUTES = 45;
 const silent = { error() {}, warn() {}, info() {}, debug() {} };
 const tokens = { apiToken: randomBytes(16).toString('hex'), adminToken: randomBytes(16).toString('hex') };
 
-/** A database of its own: a scratch one on DATABASE_URL's server (dropped after), or an embedded server. */
-async function database(): Promise<{ url: string; stop: () => Promise<void> }> {
-  const given = process.env.DATABASE_URL;
-  if (!given) {
-    const embedded = await startEmbeddedServer({ log: (line) => console.error(line) });
-    return { url: embedded.url, stop: embedded.destroy };
-  }
-  const name = `sluice_screenshots_${randomBytes(4).toString('hex')}`;
-  const admin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: given });
-    await client.connect();
-    await client.query(sql).finally(() => client.end());
-  };
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(given);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), stop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-}
-
 /** A deterministic pseudo-random sequence (the same pictures on every run). */
 function random(seed: number) {
-  return () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+  return () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
 }
 
 async function history(url: string): Promise<void> {
@@ -56,7 +36,13 @@ async function history(url: string): Promise<void> {
   const rand = random(7);
   try {
     await sluice.migrate();
-    await sluice.queues.put('render', { concurrency: 4, maxPending: 30, maxPerKey: 8, maxAttempts: 2, backoff: { baseMs: 0, maxMs: 0, jitter: 0 } });
+    await sluice.queues.put('render', {
+      concurrency: 4,
+      maxPending: 30,
+      maxPerKey: 8,
+      maxAttempts: 2,
+      backoff: { baseMs: 0, maxMs: 0, jitter: 0 },
+    });
     await sluice.queues.put('emails', { concurrency: 8, maxAttempts: 1 });
     await sluice.queues.put('reports', { concurrency: 1 });
     await sluice.schedules.put('digest', { cron: '*/10 * * * *', queue: 'reports', data: { kind: 'digest' } });
@@ -88,7 +74,11 @@ async function history(url: string): Promise<void> {
         await send('render', { scene: `s-${m}-${i}` }, key);
       }
       // Three rounds of work a minute; the tick samples the gauges while the second runs.
-      for (const [round, at] of [[0, 12_000], [1, 30_000], [2, 48_000]] as const) {
+      for (const [round, at] of [
+        [0, 12_000],
+        [1, 30_000],
+        [2, 48_000],
+      ] as const) {
         clock = minute + at;
         for (let i = 0; i < 2 + Math.floor(rand() * 5); i++) await send('emails', { to: `user-${i}@example.com` }, `user-${i}`);
         const render = await sluice.claim('render', { max: 4 });
@@ -113,7 +103,7 @@ async function history(url: string): Promise<void> {
 }
 
 async function main() {
-  const db = await database();
+  const db = await scratchDatabase('sluice_screenshots');
   const pages = browserPages({ width: 1280, height: 800 });
   let sluice: Sluice | undefined;
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;

@@ -15,13 +15,20 @@ import { browseRoutes } from './routes/browse.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { eventRoutes } from './routes/events.js';
 import { EventStreams } from './event-stream.js';
+import { flowRoutes } from './routes/flows.js';
 import { jobRoutes } from './routes/jobs.js';
+import { noteRoutes } from './routes/notes.js';
 import { queueRoutes } from './routes/queues.js';
 import { systemRoutes } from './routes/system.js';
+import { webhookRoutes } from './routes/webhooks.js';
 import { workerRoutes } from './routes/workers.js';
 import { NO_HOOKS, type HooksConfig } from './hooks/config.js';
 import { hookRoutes } from './hooks/intake.js';
 import { TokenChecker, type Tokens } from './tokens.js';
+import { readFileSync } from 'node:fs';
+
+/** This package's version, from its package.json (the same from src/ and dist/). */
+const VERSION: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
 
 export interface AppOptions {
   sluice: Sluice;
@@ -38,8 +45,15 @@ export interface AppOptions {
   eventHeartbeatMs?: number;
 }
 
-
-export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, logger = false, plugins = [], hooks = NO_HOOKS, eventHeartbeatMs = 15_000 }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({
+  sluice,
+  tokens,
+  maxBodyBytes = 1024 * 1024,
+  logger = false,
+  plugins = [],
+  hooks = NO_HOOKS,
+  eventHeartbeatMs = 15_000,
+}: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger,
     bodyLimit: maxBodyBytes,
@@ -71,7 +85,7 @@ export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, log
       openapi: '3.0.3',
       info: {
         title: 'Sluice',
-        version: '0.1.0',
+        version: VERSION,
         description: 'A PostgreSQL job queue with exact admission control. Every error body is { error: <stable code>, message }.',
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
@@ -82,6 +96,8 @@ export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, log
   const checker = new TokenChecker(tokens);
   const context: RouteContext = { sluice, apiAuth: requireToken(checker, 'api'), adminAuth: requireToken(checker, 'admin') };
   jobRoutes(app, context);
+  flowRoutes(app, context);
+  noteRoutes(app, context);
   const streams = new EventStreams(eventHeartbeatMs);
   // Open streams never end on their own: they are closed before the server waits for requests.
   app.addHook('preClose', async () => streams.closeAll());
@@ -91,6 +107,7 @@ export async function buildApp({ sluice, tokens, maxBodyBytes = 1024 * 1024, log
   queueRoutes(app, context);
   adminRoutes(app, context);
   browseRoutes(app, context);
+  webhookRoutes(app, context);
   systemRoutes(app, context);
   await hookRoutes(app, sluice, hooks);
   dashboardRoutes(app);

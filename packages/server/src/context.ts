@@ -18,7 +18,7 @@ export interface ExtensionStartContext {
   sluice: Sluice;
   /** The database the server uses (the embedded one's URL when it runs one). */
   databaseUrl: string;
-  print(line: string): void;
+  print: (line: string) => void;
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * Server-sent events over a hijacked Fastify reply: `text/event-stream`, one `event:` and
- * `data:` (JSON) per message, a comment line every `heartbeatMs` so proxies keep the
+ * `data:` (JSON) per message (and an `id:` when the stream can resume from it), a comment line every `heartbeatMs` so proxies keep the
  * connection open. `signal` aborts when the client goes away, the stream is closed, or the
  * server shuts down (`closeAll`), so whatever feeds the stream stops with it.
  */
@@ -41,8 +41,9 @@ export class EventStream {
     }, this.heartbeatMs);
   }
 
-  send(event: string, data: unknown): void {
-    this.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  /** One event; with `id`, the id a client sends back as `Last-Event-ID` when it reconnects. */
+  send(event: string, data: unknown, id?: string): void {
+    this.write(`${id !== undefined ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   }
 
   close(): void {

@@ -2,20 +2,24 @@
  * Every error answer is `{ error: <stable code>, message }`. Every `SluiceError` (the
  * engine's, the proof engine's, the platform's) answers through `httpAnswerOf`: the one
  * code → status table of `@sluice/errors`, and `Retry-After` from the error's
- * `retryAfterSeconds`. An application's plugin routes set no handler of their own, so
- * this one answers for them too. Fastify's own errors (bad JSON, a body that is not
+ * `retryAfterSeconds`. An error that says the database could not answer (a pool or
+ * statement timeout, a lost connection, a read-only or full database: the engine's one
+ * classification, `unavailableError`) is "no capacity now", 503 `admission_unavailable`
+ * with `Retry-After`, from whichever route or application query raised it, never a 500.
+ * An application's plugin routes set no handler of their own, so this one answers for
+ * them too. Fastify's own errors (bad JSON, a body that is not
  * UTF-8, schema validation, body too large, wrong content type, unknown route, an
  * undecodable URL) and requests Node's HTTP parser refuses get codes here.
  */
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { SluiceError, httpAnswerOf } from 'sluice';
+import { SluiceError, httpAnswerOf, unavailableError } from 'sluice';
 import { installJsonBodyParser } from './json-body.js';
 import { STORABLE_TEXT } from './schemas.js';
 
 /**
  * An error the server itself raises, with its own stable code (`unauthorized`,
- * `forbidden`); the handler below adds `not_found`, `payload_too_large`,
+ * `forbidden`, `webhook_body_invalid`); the handler below adds `not_found`, `payload_too_large`,
  * `unsupported_media_type` and `internal`.
  */
 export class HttpError extends Error {
@@ -34,7 +38,10 @@ export interface ErrorBody {
 }
 
 function send(reply: FastifyReply, status: number, error: string, message: string): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send({ error, message } satisfies ErrorBody);
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send({ error, message } satisfies ErrorBody);
 }
 
 /**
@@ -92,13 +99,15 @@ export function installErrorHandlers(app: FastifyInstance): void {
 
   app.setErrorHandler((err: FastifyError | Error, request, reply) => {
     if (err instanceof HttpError) return send(reply, err.statusCode, err.code, err.message);
-    if (err instanceof SluiceError) {
-      const answer = httpAnswerOf(err);
+    const sluiceError = err instanceof SluiceError ? err : unavailableError(err);
+    if (sluiceError) {
+      const answer = httpAnswerOf(sluiceError);
       if (answer.retryAfterSeconds !== undefined) reply.header('retry-after', String(answer.retryAfterSeconds));
-      // A count that failed is the database's trouble, not the request's: worth a warning
-      // (the sluice_sends_admission_unavailable_total counter counts them), not an error each.
+      // A database that cannot answer now is its trouble, not the request's: worth a warning
+      // (the sluice_sends_admission_unavailable_total counter counts refused sends), not an error each.
       if (answer.code === 'admission_unavailable') request.log.warn({ err: answer.message, code: answer.code }, 'admission unavailable');
-      else if (answer.status >= 500 && answer.code !== 'queue_full') request.log.error({ err: answer.message, code: answer.code }, 'request failed');
+      else if (answer.status >= 500 && answer.code !== 'queue_full')
+        request.log.error({ err: answer.message, code: answer.code }, 'request failed');
       return send(reply, answer.status, answer.code, answer.message);
     }
     const fastifyError = err as FastifyError;

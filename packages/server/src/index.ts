@@ -20,6 +20,14 @@ export {
   type WebhookTarget,
   type WebhookEventType,
 } from './hooks/config.js';
-export { WebhookRelay, signDelivery, WEBHOOK_QUEUE, type WebhookDelivery, type WebhookRelayOptions } from './hooks/outbound.js';
+export {
+  WebhookRelay,
+  signDelivery,
+  subscribeTargets,
+  targetOf,
+  WEBHOOK_QUEUE,
+  type WebhookDelivery,
+  type WebhookRelayOptions,
+} from './hooks/outbound.js';
 export { signBody } from './hooks/signature.js';
 export type { HookDelivery } from './hooks/intake.js';

@@ -53,7 +53,8 @@ export class JobFollowers {
     void (async () => {
       try {
         for await (const event of events) {
-          const wakes = event.type === 'gap' ? [...feed.followers.values()].flatMap((set) => [...set]) : [...(feed.followers.get(event.jobId) ?? [])];
+          const wakes =
+            event.type === 'gap' ? [...feed.followers.values()].flatMap((set) => [...set]) : [...(feed.followers.get(event.jobId) ?? [])];
           for (const wake of wakes) wake();
         }
       } catch (err) {

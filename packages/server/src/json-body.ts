@@ -19,6 +19,7 @@ export function installJsonBodyParser(app: FastifyInstance): void {
       done(new HttpError(400, 'validation', 'the request body is not valid UTF-8'), undefined);
       return;
     }
-    parse(request, text, done);
+    // Fastify's parser is the callback form: it answers through `done` and returns nothing.
+    void parse(request, text, done);
   });
 }

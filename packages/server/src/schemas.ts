@@ -8,16 +8,23 @@ export const STORABLE_TEXT = '^[^\\u0000\\ud800-\\udfff]*$';
 const text = (maxLength: number, description?: string) =>
   ({ type: 'string', minLength: 1, maxLength, pattern: STORABLE_TEXT, ...(description ? { description } : {}) }) as const;
 
-export const queueName = { type: 'string', minLength: 1, maxLength: 128, description: 'queue name (the library checks its characters)' } as const;
+export const queueName = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 128,
+  description: 'queue name (the library checks its characters)',
+} as const;
 export const jobId = { type: 'string', pattern: '^[0-9]{1,19}$', description: 'job id' } as const;
 const optionalInt = (minimum: number, maximum?: number) =>
   ({ type: 'integer', minimum, ...(maximum === undefined ? {} : { maximum }) }) as const;
 const nullableInt = (minimum: number) => ({ type: ['integer', 'null'], minimum }) as const;
 
+export const JOB_STATES = ['waiting', 'pending', 'active', 'claimed', 'completed', 'cancelled', 'dead'] as const;
+
 export const queueParams = { type: 'object', required: ['queue'], properties: { queue: queueName } } as const;
 export const jobParams = { type: 'object', required: ['id'], properties: { id: jobId } } as const;
 
-const sendOptions = {
+const plainSendOptions = {
   key: text(512, 'the key per-key limits count by (a user, a tenant)'),
   singletonKey: text(512, 'at most one unfinished job with this key'),
   runAt: { type: 'string', format: 'date-time', description: 'do not start before this time' },
@@ -26,6 +33,23 @@ const sendOptions = {
   maxAttempts: optionalInt(1, 1000),
   cost: { ...optionalInt(1, 2_147_483_647), description: "what the job counts against its queue's budget when it starts (default 1)" },
   timeoutMs: { ...optionalInt(1, 2_147_483_647), description: 'each attempt may run this long; then it fails as timed out' },
+} as const;
+
+/** A single send's options (one job, a flow's jobs): the bulk send takes the plain ones. */
+export const sendOptions = {
+  ...plainSendOptions,
+  singletonPeriodMs: {
+    ...optionalInt(1, 366 * 86_400_000),
+    description: 'with singletonKey: the job created holds the key this long from its send, even once completed (not dead or cancelled)',
+  },
+  debounce: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['key', 'delayMs'],
+    description:
+      "sends with this key collapse into one job, run delayMs after the last (its data the last one's), never later than maxDelayMs after the first",
+    properties: { key: text(512), delayMs: optionalInt(1, 31_536_000_000), maxDelayMs: optionalInt(1, 31_536_000_000) },
+  },
 } as const;
 
 /** `{ count | units, periodMs }`: at most that many starts (or units of cost) in any window of periodMs. */
@@ -59,13 +83,18 @@ export const sendBody = {
       items: jobId,
       description: 'parent jobs: this one waits (state waiting) until every one has ended, then runs',
     },
-    onParentFailure: { type: 'string', enum: ['cancel', 'run'], description: 'with dependsOn: a parent ending dead or cancelled cancels this job (default) or lets it run' },
+    onParentFailure: {
+      type: 'string',
+      enum: ['cancel', 'run'],
+      description: 'with dependsOn: a parent ending dead or cancelled cancels this job (default) or lets it run',
+    },
   },
 } as const;
 
 const jobLink = {
   type: 'object',
   additionalProperties: true,
+  required: ['id'],
   properties: { id: jobId, queue: { type: ['string', 'null'] }, state: { type: ['string', 'null'] } },
 } as const;
 
@@ -73,6 +102,7 @@ const jobLink = {
 export const jobLinksResponse = {
   type: 'object',
   additionalProperties: false,
+  required: ['parents', 'children'],
   properties: { parents: { type: 'array', items: jobLink }, children: { type: 'array', items: jobLink } },
 } as const;
 
@@ -85,7 +115,7 @@ export const sendManyBody = {
       type: 'array',
       minItems: 1,
       maxItems: 1000,
-      items: { type: 'object', additionalProperties: false, properties: { data: {}, ...sendOptions } },
+      items: { type: 'object', additionalProperties: false, properties: { data: {}, ...plainSendOptions } },
     },
   },
 } as const;
@@ -127,11 +157,34 @@ const policyFields = {
   },
   archive: { type: 'boolean', description: 'move jobs past retention to job_archive instead of deleting them' },
   deadLetterQueue: { anyOf: [queueName, { type: 'null' }], description: 'also send every job that dies here to this queue; null: none' },
-  rateLimit: startWindow('count', 'at most count jobs start in any window of periodMs (sliding, exact across processes)', 'starts per window'),
+  rateLimit: startWindow(
+    'count',
+    'at most count jobs start in any window of periodMs (sliding, exact across processes)',
+    'starts per window',
+  ),
   budget: startWindow('units', "at most units of jobs' cost start in any window of periodMs", 'units of cost per window'),
-  perKeyRateLimit: startWindow('count', 'for each key, at most count of its jobs start in any window of periodMs', 'starts per key per window'),
-  perKeyBudget: startWindow('units', "for each key, at most units of its jobs' cost start in any window of periodMs", 'units of cost per key per window'),
-  maxWaitMs: { type: ['integer', 'null'], minimum: 1, maximum: 86_400_000, description: 'refuse a send whose projected wait to start passes this (needs rateLimit or budget); null: none' },
+  perKeyRateLimit: startWindow(
+    'count',
+    'for each key, at most count of its jobs start in any window of periodMs',
+    'starts per key per window',
+  ),
+  perKeyBudget: startWindow(
+    'units',
+    "for each key, at most units of its jobs' cost start in any window of periodMs",
+    'units of cost per key per window',
+  ),
+  maxWaitMs: {
+    type: ['integer', 'null'],
+    minimum: 1,
+    maximum: 86_400_000,
+    description: 'refuse a send whose projected wait to start passes this (needs rateLimit or budget); null: none',
+  },
+  durability: {
+    type: 'string',
+    enum: ['flush', 'async'],
+    description:
+      "flush (default): acknowledged work survives a crash of the database. async: the server's own transactions for the queue commit without waiting for their WAL flush, so a crash of the database can undo the last fraction of a second of acknowledged work (never corrupt it)",
+  },
 } as const;
 
 export const policyBody = {
@@ -169,7 +222,8 @@ export const completeBody = {
     result: { description: 'any JSON value' },
     cost: {
       ...optionalInt(1, 2_147_483_647),
-      description: "the job's real cost (say, the model tokens it used): its queue's budget counts this instead of the cost it was sent with",
+      description:
+        "the job's real cost (say, the model tokens it used): its queue's budget counts this instead of the cost it was sent with",
     },
   },
 } as const;
@@ -190,6 +244,30 @@ export const failBody = {
         stack: { type: 'string', maxLength: 100_000, pattern: STORABLE_TEXT },
       },
     },
+  },
+} as const;
+
+export const heartbeatResponse = {
+  type: 'object',
+  additionalProperties: true,
+  required: ['id', 'leaseExpiresAt', 'cancelRequested'],
+  properties: {
+    id: jobId,
+    leaseExpiresAt: { type: 'string', format: 'date-time', description: 'when the extended lease ends' },
+    cancelRequested: { type: 'boolean', description: 'the job was cancelled: stop, and fail it' },
+  },
+} as const;
+
+export const failResponse = {
+  type: 'object',
+  additionalProperties: true,
+  required: ['id', 'state', 'attempts', 'maxAttempts', 'runAt'],
+  properties: {
+    id: jobId,
+    state: { type: 'string', enum: JOB_STATES, description: 'pending: it will be retried at runAt; dead: its attempts are spent' },
+    attempts: { type: 'integer' },
+    maxAttempts: { type: 'integer' },
+    runAt: { type: 'string', format: 'date-time', description: 'when the retry may start' },
   },
 } as const;
 
@@ -216,7 +294,12 @@ export const MAX_WAIT_MS = 60_000;
 export const jobQuery = {
   type: 'object',
   additionalProperties: false,
-  properties: { waitMs: { ...optionalInt(0, MAX_WAIT_MS), description: `wait up to this long for the job to end (at most ${MAX_WAIT_MS}); 0: answer at once` } },
+  properties: {
+    waitMs: {
+      ...optionalInt(0, MAX_WAIT_MS),
+      description: `wait up to this long for the job to end (at most ${MAX_WAIT_MS}); 0: answer at once`,
+    },
+  },
 } as const;
 
 export const throughputQuery = {
@@ -228,10 +311,8 @@ export const throughputQuery = {
 export const seriesQuery = {
   type: 'object',
   additionalProperties: false,
-  properties: { minutes: { ...optionalInt(1, 180), description: 'how many minutes, the current one last (default 60)' } },
+  properties: { minutes: { ...optionalInt(1, 1440), description: 'how many minutes, the current one last (default 60, at most a day)' } },
 } as const;
-
-export const JOB_STATES = ['waiting', 'pending', 'active', 'completed', 'cancelled', 'dead'] as const;
 
 export const jobListQuery = {
   type: 'object',
@@ -266,6 +347,7 @@ const int = (description: string) => ({ type: 'integer', description }) as const
 export const queueResponse = {
   type: 'object',
   additionalProperties: true,
+  required: ['name', ...(Object.keys(policyFields) as (keyof typeof policyFields)[]), 'createdAt', 'updatedAt'],
   properties: {
     name: queueName,
     ...policyFields,
@@ -282,6 +364,7 @@ const windowUse = (description: string, used: string) =>
       {
         type: 'object',
         additionalProperties: true,
+        required: ['used', 'limit', 'periodMs'],
         properties: {
           used: int(`${used} in the last periodMs (above limit only after the limit was lowered)`),
           limit: int('what the window allows'),
@@ -296,6 +379,24 @@ export const queueStatsResponse = {
   type: 'object',
   additionalProperties: true,
   description: 'counts read from the table now',
+  required: [
+    'queue',
+    'ready',
+    'scheduled',
+    'waiting',
+    'active',
+    'claimedAhead',
+    'completed',
+    'cancelled',
+    'dead',
+    'oldestReadyAgeSeconds',
+    'concurrency',
+    'paused',
+    'rateUse',
+    'budgetUse',
+    'heldBack',
+    'estimated',
+  ],
   properties: {
     queue: queueName,
     ready: int('pending and due'),
@@ -309,15 +410,24 @@ export const queueStatsResponse = {
     oldestReadyAgeSeconds: { type: 'number', description: 'age of the oldest ready job (the lag); 0 when none is ready' },
     concurrency: described(nullableInt(1), 'the global cap, to read active against'),
     paused: { type: 'boolean', description: 'claims are stopped' },
-    rateUse: windowUse("what the rate has used of its current window", 'starts'),
+    rateUse: windowUse('what the rate has used of its current window', 'starts'),
     budgetUse: windowUse('what the budget has used of its current window', 'units of cost started'),
-    heldBack: int('ready jobs the rate and the budget hold back now: beyond the room left in their windows, in claim order (all of them while a window is full); 0 without either'),
+    heldBack: int(
+      'ready jobs the rate and the budget hold back now: beyond the room left in their windows, in claim order (all of them while a window is full); 0 without either',
+    ),
+    estimated: {
+      type: 'array',
+      items: { type: 'string', enum: ['ready', 'scheduled', 'waiting', 'completed', 'cancelled', 'dead', 'heldBack'] },
+      description:
+        "the counts that are estimates: exact up to 100,000 jobs, past that the planner's estimate from the table's statistics; empty when all are exact",
+    },
   },
 } as const;
 
 /** A queue with its live counts and this server's refusals. */
 export const queueViewResponse = {
   ...queueResponse,
+  required: [...queueResponse.required, 'stats', 'refusals'],
   properties: {
     ...queueResponse.properties,
     stats: queueStatsResponse,
@@ -325,6 +435,7 @@ export const queueViewResponse = {
       type: 'object',
       additionalProperties: true,
       description: 'sends refused over the last hour, by every process (counted in the database)',
+      required: ['shed', 'keyLimited'],
       properties: { shed: int('503 queue_full'), keyLimited: int('429 key_limit') },
     },
   },
@@ -333,6 +444,7 @@ export const queueViewResponse = {
 export const queueListResponse = {
   type: 'object',
   additionalProperties: true,
+  required: ['queues'],
   properties: { queues: { type: 'array', items: queueViewResponse } },
 } as const;
 
@@ -378,20 +490,58 @@ const jobProperties = {
     description:
       "the trace context of its send (W3C trace context: `traceparent`, `tracestate`), or null when the sender traced nothing; a worker's span for the job continues it",
   },
+  progress: { description: 'the last progress its handler reported (any JSON value), or null' },
+  logCount: int('log lines written for it so far (GET /api/jobs/:id/logs reads them)'),
 } as const;
 
-export const jobResponse = { type: 'object', additionalProperties: true, properties: jobProperties } as const;
+/**
+ * What every job answer carries. The payload, result and progress (any JSON, `unknown` to
+ * a client either way) are left out: a required field that is absent would fail the answer.
+ */
+const jobRequired = [
+  'id',
+  'queue',
+  'state',
+  'key',
+  'singletonKey',
+  'priority',
+  'runAt',
+  'attempts',
+  'maxAttempts',
+  'cost',
+  'timeoutMs',
+  'leaseExpiresAt',
+  'workerId',
+  'errors',
+  'createdAt',
+  'startedAt',
+  'finishedAt',
+  'traceContext',
+  'logCount',
+] as const satisfies readonly (keyof typeof jobProperties)[];
+
+export const jobResponse = { type: 'object', additionalProperties: true, required: jobRequired, properties: jobProperties } as const;
 
 export const claimResponse = {
   type: 'object',
   additionalProperties: true,
+  required: ['jobs'],
   properties: {
     jobs: {
       type: 'array',
       items: {
         type: 'object',
         additionalProperties: true,
-        properties: { ...jobProperties, leaseToken: { type: 'string', description: 'present it to heartbeat, complete or fail the job' } },
+        required: [...jobRequired, 'leaseToken'],
+        properties: {
+          ...jobProperties,
+          leaseToken: { type: 'string', description: 'present it to heartbeat, complete or fail the job' },
+          parents: {
+            type: 'array',
+            description: 'a job sent with dependsOn: its parents with their results',
+            items: { ...jobLink, properties: { ...jobLink.properties, result: {} } },
+          },
+        },
       },
     },
   },
@@ -413,12 +563,14 @@ export const sendResponse = sendResult;
 export const sendManyResponse = {
   type: 'object',
   additionalProperties: true,
+  required: ['jobs'],
   properties: { jobs: { type: 'array', items: sendResult, description: 'in the order of the request' } },
 } as const;
 
 export const completeResponse = {
   type: 'object',
   additionalProperties: true,
+  required: ['id', 'state'],
   properties: { id: jobId, state: { type: 'string', enum: ['completed'] } },
 } as const;
 

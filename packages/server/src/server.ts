@@ -1,18 +1,22 @@
 /**
  * Starts the whole server from a configuration: the database (DATABASE_URL or an embedded
- * PostgreSQL under the data directory), migrations, the maintenance tick, the extensions
- * (applications such as the missions platform), the app, and a `close()` that stops
- * accepting, lets in-flight requests finish, stops the extensions, closes Sluice and then
- * the embedded database. `main.ts`, the missions platform and `sluice serve` run this.
+ * PostgreSQL under the data directory), migrations, the maintenance tick, the demo queue's
+ * worker, the extensions (applications such as the missions platform), the app, and a
+ * `close()` that stops accepting, lets in-flight requests finish, stops the extensions,
+ * closes Sluice and then the embedded database. Once listening it records where it is in
+ * the data directory's `local.json` (local-state.ts), which the `sluice` command reads, and
+ * removes it on close. `main.ts`, the missions platform and `sluice serve` run this.
  */
 import type { FastifyInstance } from 'fastify';
-import { Sluice } from 'sluice';
+import { Sluice, unavailableError } from 'sluice';
 import { buildApp } from './app.js';
 import { migrateServerSchema } from './db.js';
-import { WebhookRelay } from './hooks/outbound.js';
+import { subscribeTargets, WEBHOOK_QUEUE, WebhookRelay } from './hooks/outbound.js';
 import { ConfigError, loadConfig, usage, type ServerConfig } from './config.js';
 import type { ServerExtension } from './context.js';
+import { startDemoWorker } from './demo-worker.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
+import { reachableUrl, removeLocalState, writeLocalState } from './local-state.js';
 import { loadOrCreateTokens } from './tokens.js';
 
 export interface RunningServer {
@@ -56,8 +60,11 @@ export async function startServer(
       maxPoolSize: config.dbPoolSize,
       ...(config.statementTimeoutMs > 0 ? { statementTimeoutMs: config.statementTimeoutMs } : {}),
       ...(config.poolAcquireTimeoutMs > 0 ? { connectionTimeoutMs: config.poolAcquireTimeoutMs } : {}),
+      queryTimeoutMs: config.queryTimeoutMs,
+      sendTimeoutMs: config.sendTimeoutMs,
     });
-    const migrated = await sluice.migrate();
+    const opened = sluice;
+    const migrated = await untilReachable(() => opened.migrate(), print);
     if (migrated.applied.length) print(`applied migrations: ${migrated.applied.join(', ')}`);
     await migrateServerSchema(sluice.pool);
     if (config.createDemoQueue && (await sluice.queues.list()).length === 0) {
@@ -70,11 +77,22 @@ export async function startServer(
       print(`created queue "${source.queue}" (no limits) for webhook source "${source.name}": it did not exist`);
     }
     sluice.startMaintenance({ intervalMs: config.maintenanceIntervalMs });
+    if (config.demoWorker && (await sluice.queues.get(DEMO_QUEUE.name))) {
+      startDemoWorker(sluice, DEMO_QUEUE.name, { jobMs: config.demoJobMs });
+      print(`working queue "${DEMO_QUEUE.name}" here (${config.demoJobMs} ms a job; SLUICE_DEMO_WORKER=0 turns it off)`);
+    }
     if (config.hooks.webhooks.length > 0) {
-      const log = sluice.logger;
-      relay = new WebhookRelay(sluice, config.hooks.webhooks, { onError: (message) => log.warn({}, message) });
+      relay = new WebhookRelay(sluice, config.hooks.webhooks);
       await relay.start();
       print(`outbound webhooks: ${config.hooks.webhooks.map((w) => `${w.name} (${w.events.join(', ')})`).join('; ')}`);
+    } else if (config.hooks.file !== null && (await sluice.queues.get(WEBHOOK_QUEUE))) {
+      // A hooks file that lists no targets any more: the subscriptions its earlier versions
+      // made end here, or the outbox would go on writing deliveries that nothing works.
+      const removed = (await sluice.subscriptions.list(WEBHOOK_QUEUE)).length;
+      if (removed > 0) {
+        await subscribeTargets(sluice, []);
+        print(`outbound webhooks: none in ${config.hooks.file}; ${removed} subscription(s) removed`);
+      }
     }
     for (const extension of extensions) {
       try {
@@ -97,6 +115,12 @@ export async function startServer(
     const address = app.server.address() as { port: number };
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     const url = `http://${host}:${address.port}`;
+    const localFile = writeLocalState(config.dataDir, {
+      url: reachableUrl(config.host, address.port),
+      ...(embedded ? { databaseUrl } : {}),
+      pid: process.pid,
+      startedAt: new Date().toISOString(),
+    });
     if (tokens.generated) {
       print(`generated tokens, stored in ${tokens.file} (shown once):`);
       if (!config.apiToken) print(`  SLUICE_API_TOKEN=${tokens.apiToken}`);
@@ -105,6 +129,7 @@ export async function startServer(
       print(`tokens: ${tokens.file}`);
     }
     print(`dashboard: ${url}/ (sign in with the admin token)`);
+    if (embedded) print(`the sluice command finds this server and its database in ${localFile} (try: npx sluice stats)`);
     print(`Sluice is listening on ${url}`);
 
     const running = sluice;
@@ -117,6 +142,7 @@ export async function startServer(
       sluice: running,
       close: () =>
         (closing ??= (async () => {
+          removeLocalState(config.dataDir, process.pid);
           await app.close();
           await stopExtensions(config.shutdownTimeoutMs);
           await webhooks?.stop({ timeoutMs: config.shutdownTimeoutMs });
@@ -192,5 +218,28 @@ export async function runFromCommandLine({
   } catch (err) {
     process.stderr.write(`${program}: ${(err as Error).message}\n`);
     process.exit(1);
+  }
+}
+
+/** How long a starting server waits for its database to take a connection. */
+const STARTUP_DATABASE_WAIT_MS = 30_000;
+
+/**
+ * The first statement of a start, retried while the database cannot be reached (starting
+ * up, refusing, or slower to take a connection than the request path's acquire timeout,
+ * as on a loaded host) for STARTUP_DATABASE_WAIT_MS, saying so, rather than exiting at once.
+ * Any other error, or one past the wait, ends the start.
+ */
+async function untilReachable<T>(fn: () => Promise<T>, print: (line: string) => void): Promise<T> {
+  const deadline = Date.now() + STARTUP_DATABASE_WAIT_MS;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const unavailable = unavailableError(err);
+      if (unavailable === null || Date.now() >= deadline) throw err;
+      print(`database not reachable yet (${unavailable.reason.replace(/_/g, ' ')}): trying again`);
+      await new Promise((r) => setTimeout(r, Math.min(250 * 2 ** attempt, 2_000)));
+    }
   }
 }

@@ -6,6 +6,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { TOKENS_FILE } from './local-state.js';
 
 export interface Tokens {
   apiToken: string;
@@ -23,7 +24,7 @@ export function generateToken(): string {
  * there. `generated` is true only on the start that created them (the one that prints them).
  */
 export function loadOrCreateTokens(dataDir: string, fromEnv: Partial<Tokens>): Tokens & { generated: boolean; file: string } {
-  const file = join(dataDir, 'tokens.json');
+  const file = join(dataDir, TOKENS_FILE);
   let stored: Partial<Tokens> = {};
   if (existsSync(file)) stored = JSON.parse(readFileSync(file, 'utf8')) as Partial<Tokens>;
   const needStored = !fromEnv.apiToken || !fromEnv.adminToken;

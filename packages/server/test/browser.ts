@@ -62,4 +62,10 @@ export async function signIn(page: Page, url: string, token = TOKENS.adminToken)
 
 /** The trimmed text of the first match of `selector`, '' when there is none yet. */
 export const text = async (page: Page, selector: string) =>
-  ((await page.locator(selector).first().textContent({ timeout: 500 }).catch(() => null)) ?? '').trim();
+  (
+    (await page
+      .locator(selector)
+      .first()
+      .textContent({ timeout: 500 })
+      .catch(() => null)) ?? ''
+  ).trim();

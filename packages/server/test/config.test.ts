@@ -15,11 +15,38 @@ test('defaults listen on loopback with the data in ./.sluice', () => {
 });
 
 test('environment variables, and flags over them', () => {
-  const env = { PORT: '9000', DATABASE_URL: 'postgres://env', SLUICE_DATA_DIR: 'data', SLUICE_MAX_BODY_BYTES: '2048', SLUICE_DEMO_QUEUE: '0', SLUICE_API_TOKEN: 'a' };
+  const env = {
+    PORT: '9000',
+    DATABASE_URL: 'postgres://env',
+    SLUICE_DATA_DIR: 'data',
+    SLUICE_MAX_BODY_BYTES: '2048',
+    SLUICE_DEMO_QUEUE: '0',
+    SLUICE_API_TOKEN: 'a',
+  };
   const fromEnv = loadConfig([], env, '/srv');
-  assert.deepEqual([fromEnv.port, fromEnv.databaseUrl, fromEnv.dataDir, fromEnv.maxBodyBytes, fromEnv.createDemoQueue, fromEnv.apiToken], [9000, 'postgres://env', '/srv/data', 2048, false, 'a']);
-  const flags = loadConfig(['--port', '0', '--host', '::1', '--database-url', 'postgres://flag', '--data-dir', '/d', '--max-body-bytes', '4096'], env, '/srv');
-  assert.deepEqual([flags.port, flags.host, flags.databaseUrl, flags.dataDir, flags.pgDataDir, flags.maxBodyBytes], [0, '::1', 'postgres://flag', '/d', '/d/pg', 4096]);
+  assert.deepEqual(
+    [fromEnv.port, fromEnv.databaseUrl, fromEnv.dataDir, fromEnv.maxBodyBytes, fromEnv.createDemoQueue, fromEnv.apiToken],
+    [9000, 'postgres://env', '/srv/data', 2048, false, 'a'],
+  );
+  const flags = loadConfig(
+    ['--port', '0', '--host', '::1', '--database-url', 'postgres://flag', '--data-dir', '/d', '--max-body-bytes', '4096'],
+    env,
+    '/srv',
+  );
+  assert.deepEqual(
+    [flags.port, flags.host, flags.databaseUrl, flags.dataDir, flags.pgDataDir, flags.maxBodyBytes],
+    [0, '::1', 'postgres://flag', '/d', '/d/pg', 4096],
+  );
+});
+
+test('the demo worker: on with the embedded PostgreSQL, off on a DATABASE_URL unless asked; the embedded port stable unless set', () => {
+  assert.deepEqual([loadConfig([], {}).demoWorker, loadConfig([], {}).pgPort], [true, undefined]);
+  assert.equal(loadConfig(['--no-demo-worker'], {}).demoWorker, false);
+  assert.equal(loadConfig([], { SLUICE_DEMO_WORKER: '0' }).demoWorker, false);
+  assert.equal(loadConfig(['--no-demo-queue'], {}).demoWorker, false, 'no demo queue, nothing to work');
+  assert.equal(loadConfig([], { DATABASE_URL: 'postgres://env' }).demoWorker, false, 'a "demo" queue there may be someone\'s own');
+  assert.equal(loadConfig([], { DATABASE_URL: 'postgres://env', SLUICE_DEMO_WORKER: '1' }).demoWorker, true);
+  assert.deepEqual([loadConfig([], { SLUICE_PG_PORT: '0' }).pgPort, loadConfig([], { SLUICE_PG_PORT: '5433' }).pgPort], [0, 5433]);
 });
 
 test('database timeouts: by default a send is answered within 5 s; each is configurable, 0 turns it off', () => {

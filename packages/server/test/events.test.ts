@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { waitFor } from '@sluice/testkit';
 import { Sluice } from 'sluice';
-import { api, silent, startTestServer, TOKENS } from './helpers.js';
+import { api, readEventStream, silent, startTestServer } from './helpers.js';
 
 // Heartbeats (which also re-check a followed job) far apart: the reads counted below are
 // then the ones announcements cause, not the backstop's.
@@ -16,33 +16,7 @@ const { sluice } = server;
 const { producer } = api(server);
 await sluice.queues.put('reports', { maxAttempts: 2, backoff: { baseMs: 0, maxMs: 0 } });
 
-/** Reads a server-sent event stream into `events` until it ends or `stop()`. */
-function subscribe(path: string) {
-  const controller = new AbortController();
-  const events: { event: string; data: any }[] = [];
-  let status = 0;
-  const ended = (async () => {
-    const response = await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${TOKENS.apiToken}` }, signal: controller.signal });
-    status = response.status;
-    if (!response.ok) return;
-    const decoder = new TextDecoder();
-    let buffer = '';
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let end;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const field = (name: string) => block.split('\n').find((l) => l.startsWith(`${name}: `))?.slice(name.length + 2);
-        const event = field('event');
-        if (event) events.push({ event, data: JSON.parse(field('data')!) });
-      }
-    }
-  })().catch((err: Error) => {
-    if (err.name !== 'AbortError') throw err;
-  });
-  return { events, ended, stop: () => controller.abort(), status: () => status };
-}
+const subscribe = (path: string, headers?: Record<string, string>) => readEventStream(server.url, path, headers);
 
 async function claimOne(queue: string) {
   return waitFor(async () => (await sluice.claim(queue, { max: 1 }))[0], { message: `a job of ${queue} to claim` });
@@ -102,11 +76,81 @@ test("a job's event stream: its state at connect, each change, closed after it e
   // A job that already ended: one event, then the stream closes.
   const again = subscribe(`/api/jobs/${id}/events`);
   await again.ended;
-  assert.deepEqual(again.events.map((e) => e.data.state), ['completed']);
+  assert.deepEqual(
+    again.events.map((e) => e.data.state),
+    ['completed'],
+  );
 
   const missing = subscribe('/api/jobs/999999999/events');
   await missing.ended;
   assert.equal(missing.status(), 404);
+});
+
+test("a job's stream carries every change: a start no announcement tells of, each attempt, the end", async () => {
+  const { id } = await sluice.send('reports', { n: 6 }, { maxAttempts: 2 });
+  const stream = subscribe(`/api/jobs/${id}/events`);
+  await waitFor(() => stream.events.length === 1, { message: 'the state at connect' });
+  // Claimed and failed, claimed again and completed: only the failure and the end are announced.
+  const first = await claimOne('reports');
+  await sluice.fail(first.id, first.leaseToken, { message: 'flaky' });
+  const second = await claimOne('reports');
+  await sluice.complete(second.id, second.leaseToken, 'done');
+  await stream.ended;
+  const states = stream.events.filter((e) => e.event === 'state').map((e) => `${e.data.state}:${e.data.attempts}`);
+  assert.deepEqual(states, ['pending:0', 'active:1', 'pending:1', 'active:2', 'completed:2']);
+  const active = stream.events.find((e) => e.data.state === 'active' && e.data.attempts === 1)!;
+  assert.deepEqual([active.data.result, active.data.finishedAt, active.data.errors.length], [null, null, 0], 'the job as it was then');
+  const ids = stream.events.map((e) => e.id);
+  assert.equal(new Set(ids).size, ids.length, 'each change its own id');
+});
+
+test("a job's stream resumes from Last-Event-ID: the changes and log lines after it, nothing twice; an id it cannot place is a gap", async () => {
+  const { id } = await sluice.send('reports', null);
+  const stream = subscribe(`/api/jobs/${id}/events`);
+  await waitFor(() => stream.events.length === 1, { message: 'the state at connect' });
+  const job = await claimOne('reports');
+  await sluice.log(id, job.leaseToken, ['one', 'two']);
+  await waitFor(() => stream.events.some((e) => e.event === 'log' && e.data.seq === 2), { message: 'the lines' });
+  stream.stop();
+  await stream.ended;
+  const lastId = stream.events.at(-1)!.id!;
+  assert.deepEqual(
+    stream.events.map((e) => (e.event === 'log' ? `log ${e.data.line}` : `${e.event} ${e.data.state}`)),
+    ['state pending', 'state active', 'log one', 'log two'],
+  );
+
+  // Missed while away: a line, then the end.
+  await sluice.log(id, job.leaseToken, 'three');
+  await sluice.complete(id, job.leaseToken, 'ok');
+  const resumed = subscribe(`/api/jobs/${id}/events`, { 'last-event-id': lastId });
+  await resumed.ended;
+  assert.deepEqual(
+    resumed.events.map((e) => (e.event === 'log' ? `log ${e.data.line}` : `${e.event} ${e.data.state}`)),
+    ['state completed', 'log three'],
+  );
+
+  const lost = subscribe(`/api/jobs/${id}/events`, { 'last-event-id': '99.0' });
+  await lost.ended;
+  assert.deepEqual(
+    lost.events.map((e) => (e.event === 'log' ? `log ${e.data.line}` : `${e.event} ${e.data.state ?? ''}`)),
+    ['gap ', 'state completed', 'log one', 'log two', 'log three'],
+  );
+});
+
+test("a queue's stream gives ids; reconnecting with Last-Event-ID starts with a gap (announcements are not kept)", async () => {
+  const stream = subscribe('/api/queues/reports/events');
+  await waitFor(() => stream.status() === 200, { message: 'the stream open' });
+  const { id } = await sluice.send('reports', null);
+  const job = await claimOne('reports');
+  await sluice.complete(id, job.leaseToken, null);
+  await waitFor(() => stream.events.some((e) => e.event === 'completed' && e.data.jobId === id), { message: 'the end' });
+  stream.stop();
+  const lastId = stream.events.at(-1)!.id;
+  assert.ok(lastId, 'events carry an id');
+  const again = subscribe('/api/queues/reports/events', { 'last-event-id': lastId! });
+  await waitFor(() => again.events.length > 0, { message: 'the first event' });
+  again.stop();
+  assert.deepEqual(again.events[0]!.data.type, 'gap');
 });
 
 test('a client that goes away ends its stream on the server', async () => {
@@ -122,56 +166,70 @@ test('a client that goes away ends its stream on the server', async () => {
   await sluice.cancel(id);
 });
 
-test('1,000 jobs followed at once, each by its own stream, and their queue by one: every final state arrives, with a bounded count of statements', { timeout: 240_000 }, async () => {
-  await sluice.queues.put('thousand', {});
-  const sent = await sluice.sendMany('thousand', Array.from({ length: 1000 }, (_, i) => ({ data: i })));
-  const ids = sent.map((s) => s.id);
-  // Every job read the streams make goes through sluice.get: count them.
-  let reads = 0;
-  const get = sluice.get.bind(sluice);
-  sluice.get = ((id: string) => {
-    reads++;
-    return get(id);
-  }) as typeof sluice.get;
-  try {
-    const started = Date.now();
-    const lap = (what: string) => process.stdout.write(`# ${what} after ${Date.now() - started} ms, ${reads} reads\n`);
-    const queueStream = subscribe('/api/queues/thousand/events');
-    const streams = ids.map((id) => subscribe(`/api/jobs/${id}/events`));
-    await waitFor(() => streams.every((s) => s.events.length >= 1) && queueStream.status() === 200, { timeoutMs: 120_000, message: 'every stream open' });
-
-    lap('1,000 streams open');
-    // Another process completes them all, as a worker would.
-    const worker = new Sluice({ connectionString: server.db.url, logger: silent });
+test(
+  '1,000 jobs followed at once, each by its own stream, and their queue by one: every final state arrives, with a bounded count of statements',
+  { timeout: 240_000 },
+  async () => {
+    await sluice.queues.put('thousand', {});
+    const sent = await sluice.sendMany(
+      'thousand',
+      Array.from({ length: 1000 }, (_, i) => ({ data: i })),
+    );
+    const ids = sent.map((s) => s.id);
+    // Every job read the streams make goes through sluice.get: count them.
+    let reads = 0;
+    const get = sluice.get.bind(sluice);
+    sluice.get = ((id: string) => {
+      reads++;
+      return get(id);
+    }) as typeof sluice.get;
     try {
-      for (let done = 0; done < 1000; ) {
-        const claimed = await worker.claim('thousand', { max: 100 });
-        for (const job of claimed) await worker.complete(job.id, job.leaseToken, { square: Number(job.data) ** 2 });
-        done += claimed.length;
+      const started = Date.now();
+      const lap = (what: string) => process.stdout.write(`# ${what} after ${Date.now() - started} ms, ${reads} reads\n`);
+      const queueStream = subscribe('/api/queues/thousand/events');
+      const streams = ids.map((id) => subscribe(`/api/jobs/${id}/events`));
+      await waitFor(() => streams.every((s) => s.events.length >= 1) && queueStream.status() === 200, {
+        timeoutMs: 120_000,
+        message: 'every stream open',
+      });
+
+      lap('1,000 streams open');
+      // Another process completes them all, as a worker would.
+      const worker = new Sluice({ connectionString: server.db.url, logger: silent });
+      try {
+        for (let done = 0; done < 1000;) {
+          const claimed = await worker.claim('thousand', { max: 100 });
+          for (const job of claimed) await worker.complete(job.id, job.leaseToken, { square: Number(job.data) ** 2 });
+          done += claimed.length;
+        }
+      } finally {
+        await worker.close({ timeoutMs: 0 });
       }
+      lap('all completed');
+      await Promise.all(streams.map((s) => s.ended));
+      lap('all streams ended');
+      for (const [i, s] of streams.entries()) {
+        const last = s.events[s.events.length - 1]!;
+        assert.equal(last.data.state, 'completed', `job ${ids[i]}`);
+        assert.deepEqual(last.data.result, { square: i ** 2 });
+      }
+      await waitFor(() => queueStream.events.filter((e) => e.event === 'completed').length === 1000, {
+        message: '1,000 completed events on the queue stream',
+      });
+      assert.deepEqual(new Set(queueStream.events.filter((e) => e.event === 'completed').map((e) => e.data.jobId)), new Set(ids));
+      const gaps = queueStream.events.filter((e) => e.event === 'gap').length;
+      queueStream.stop();
+      // Each stream reads its job at connect, once after subscribing, and once per announcement
+      // about it (or gap): three reads a job here, however long the jobs took.
+      process.stdout.write(
+        `# 1,000 job streams: ${reads} job reads (${(reads / 1000).toFixed(2)} a job), ${gaps} gaps on the queue stream\n`,
+      );
+      assert.ok(reads <= 3000 + 1000 * gaps, `${reads} reads`);
     } finally {
-      await worker.close({ timeoutMs: 0 });
+      sluice.get = get;
     }
-    lap('all completed');
-    await Promise.all(streams.map((s) => s.ended));
-    lap('all streams ended');
-    for (const [i, s] of streams.entries()) {
-      const last = s.events[s.events.length - 1]!;
-      assert.equal(last.data.state, 'completed', `job ${ids[i]}`);
-      assert.deepEqual(last.data.result, { square: i ** 2 });
-    }
-    await waitFor(() => queueStream.events.filter((e) => e.event === 'completed').length === 1000, { message: '1,000 completed events on the queue stream' });
-    assert.deepEqual(new Set(queueStream.events.filter((e) => e.event === 'completed').map((e) => e.data.jobId)), new Set(ids));
-    const gaps = queueStream.events.filter((e) => e.event === 'gap').length;
-    queueStream.stop();
-    // Each stream reads its job at connect, once after subscribing, and once per announcement
-    // about it (or gap): three reads a job here, however long the jobs took.
-    process.stdout.write(`# 1,000 job streams: ${reads} job reads (${(reads / 1000).toFixed(2)} a job), ${gaps} gaps on the queue stream\n`);
-    assert.ok(reads <= 3000 + 1000 * gaps, `${reads} reads`);
-  } finally {
-    sluice.get = get;
-  }
-});
+  },
+);
 
 test('a send over HTTP may wait for parents; GET /api/jobs/:id/links shows parents and children; unknown parents are a 422', async () => {
   const parent = await producer('POST', '/api/queues/reports/jobs', { data: 'parent' });

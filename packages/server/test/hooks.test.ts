@@ -4,6 +4,7 @@
 // bound kept while the database holds the delivery up, and the hooks file's checks.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import pg from 'pg';
 import { parseHooksConfig, HooksConfigError, type HooksConfig } from '../src/hooks/config.js';
@@ -12,13 +13,32 @@ import { call, startTestServer, type Answer } from './helpers.js';
 
 const GITHUB_SECRET = 'gh-webhook-secret-0123456789';
 const GENERIC_SECRET = 'generic-webhook-secret-0123456789';
+/** https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation */
+const GITHUB_EXAMPLE_SECRET = "It's a Secret to Everybody";
+const GITHUB_EXAMPLE_SIGNATURE = 'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17';
 
 const hooks: HooksConfig = parseHooksConfig(
   JSON.stringify({
     sources: [
       { name: 'github', queue: 'gh-events', scheme: 'github', secret: GITHUB_SECRET },
-      { name: 'billing', queue: 'billing-events', scheme: 'hmac-sha256', secretEnv: 'BILLING_SECRET', signatureHeader: 'X-Billing-Signature', deliveryHeader: 'X-Billing-Delivery', eventHeader: 'X-Billing-Event' },
+      {
+        name: 'billing',
+        queue: 'billing-events',
+        scheme: 'hmac-sha256',
+        secretEnv: 'BILLING_SECRET',
+        signatureHeader: 'X-Billing-Signature',
+        deliveryHeader: 'X-Billing-Delivery',
+        eventHeader: 'X-Billing-Event',
+      },
       { name: 'slow', queue: 'slow-events', scheme: 'hmac-sha256', secret: GENERIC_SECRET },
+      // GitHub's published signature example is signed over a plain-text body: a source that declares text/plain.
+      {
+        name: 'octo',
+        queue: 'gh-events',
+        scheme: 'github',
+        secret: GITHUB_EXAMPLE_SECRET,
+        contentTypes: ['text/plain', 'application/json'],
+      },
     ],
     ackTimeoutMs: 1_000,
   }),
@@ -68,7 +88,9 @@ async function jobsIn(queue: string): Promise<number> {
 }
 
 async function deliveriesOf(source: string): Promise<number> {
-  const { rows } = await sluice.pool.query<{ n: string }>('SELECT count(*) AS n FROM sluice_server.hook_delivery WHERE source = $1', [source]);
+  const { rows } = await sluice.pool.query<{ n: string }>('SELECT count(*) AS n FROM sluice_server.hook_delivery WHERE source = $1', [
+    source,
+  ]);
   return Number(rows[0]!.n);
 }
 
@@ -96,6 +118,84 @@ test('a GitHub-style signed push is accepted (202) and becomes a job with the pa
   assert.equal(job.queue, 'gh-events');
   assert.equal(job.key, 'github');
   assert.deepEqual(job.data, { source: 'github', deliveryId: push.deliveryId, event: 'push', payload: JSON.parse(push.body) });
+});
+
+test("GitHub's form encoding: payload=<JSON> is accepted, signed over the raw form body; a form without it is webhook_body_invalid", async () => {
+  const push = githubPush();
+  // What GitHub sends for a hook whose content type is application/x-www-form-urlencoded.
+  const form = new URLSearchParams({ payload: push.body }).toString();
+  const headers = {
+    ...push.headers,
+    'content-type': 'application/x-www-form-urlencoded',
+    'x-hub-signature-256': signBody(GITHUB_SECRET, form),
+  };
+  const answer = await post('/api/hooks/github', form, headers);
+  assert.equal(answer.status, 202, answer.text);
+  assert.deepEqual((await sluice.get(answer.body.id))?.data, {
+    source: 'github',
+    deliveryId: push.deliveryId,
+    event: 'push',
+    payload: JSON.parse(push.body),
+  });
+
+  // The signature over the parsed JSON rather than the bytes sent is refused.
+  const resigned = await post('/api/hooks/github', form, {
+    ...headers,
+    'x-hub-signature-256': signBody(GITHUB_SECRET, push.body),
+    'x-github-delivery': randomUUID(),
+  });
+  assert.equal(resigned.status, 401);
+
+  const before = await deliveriesOf('github');
+  for (const bad of ['data=%7B%7D', 'payload=%7Bnot%20json', '']) {
+    const refused = await post('/api/hooks/github', bad, {
+      ...headers,
+      'x-hub-signature-256': signBody(GITHUB_SECRET, bad),
+      'x-github-delivery': randomUUID(),
+    });
+    assert.equal(refused.status, 400, bad);
+    assert.equal(refused.body.error, 'webhook_body_invalid');
+    assert.match(refused.body.message, /payload/);
+  }
+  assert.equal(await deliveriesOf('github'), before, 'a refused body records no delivery');
+});
+
+test("GitHub's published signature example passes over HTTP; its plain-text body is kept, and refused where undeclared", async () => {
+  const body = 'Hello, World!';
+  const headers = {
+    'content-type': 'text/plain',
+    'x-github-event': 'ping',
+    'x-github-delivery': randomUUID(),
+    'x-hub-signature-256': GITHUB_EXAMPLE_SIGNATURE,
+  };
+  const accepted = await post('/api/hooks/octo', body, headers);
+  assert.equal(accepted.status, 202, accepted.text);
+  assert.deepEqual((await sluice.get(accepted.body.id))?.data, {
+    source: 'octo',
+    deliveryId: headers['x-github-delivery'],
+    event: 'ping',
+    payload: 'Hello, World!',
+  });
+
+  // Signed right, but declared JSON: the signature passes, the body does not.
+  const asJson = await post('/api/hooks/octo', body, { ...headers, 'content-type': 'application/json', 'x-github-delivery': randomUUID() });
+  assert.equal(asJson.status, 400);
+  assert.deepEqual(asJson.body, {
+    error: 'webhook_body_invalid',
+    message: 'the webhook body is declared application/json but is not UTF-8 JSON',
+  });
+  // A type the source does not declare.
+  const asForm = await post('/api/hooks/octo', body, {
+    ...headers,
+    'content-type': 'application/x-www-form-urlencoded',
+    'x-github-delivery': randomUUID(),
+  });
+  assert.equal(asForm.status, 415);
+  assert.equal(asForm.body.error, 'unsupported_media_type');
+  assert.match(asForm.body.message, /text\/plain or application\/json/);
+  // One byte changed: the example's signature no longer matches.
+  const tampered = await post('/api/hooks/octo', 'Hello, World?', { ...headers, 'x-github-delivery': randomUUID() });
+  assert.equal(tampered.status, 401);
 });
 
 test('a tampered, unsigned, wrongly signed or unknown-source delivery is 401 and writes nothing', async () => {
@@ -153,21 +253,40 @@ test('100 replays of one delivery make one job: one 202, then 200 duplicates wit
 test('the generic hmac-sha256 scheme: configured headers, secret from the environment; bad input is a 400 or 415', async () => {
   const body = JSON.stringify({ type: 'invoice.paid', amount: 4200 });
   const deliveryId = randomUUID();
-  const headers = { 'content-type': 'application/json; charset=utf-8', 'x-billing-signature': signBody(GENERIC_SECRET, body), 'x-billing-delivery': deliveryId, 'x-billing-event': 'invoice.paid' };
+  const headers = {
+    'content-type': 'application/json; charset=utf-8',
+    'x-billing-signature': signBody(GENERIC_SECRET, body),
+    'x-billing-delivery': deliveryId,
+    'x-billing-event': 'invoice.paid',
+  };
   const accepted = await post('/api/hooks/billing', body, headers);
   assert.equal(accepted.status, 202, accepted.text);
-  assert.deepEqual((await sluice.get(accepted.body.id))?.data, { source: 'billing', deliveryId, event: 'invoice.paid', payload: { type: 'invoice.paid', amount: 4200 } });
+  assert.deepEqual((await sluice.get(accepted.body.id))?.data, {
+    source: 'billing',
+    deliveryId,
+    event: 'invoice.paid',
+    payload: { type: 'invoice.paid', amount: 4200 },
+  });
 
   const { 'x-billing-delivery': _id, ...noDelivery } = headers;
   const missing = await post('/api/hooks/billing', body, noDelivery);
   assert.equal(missing.status, 400);
   assert.match(missing.body.message, /x-billing-delivery/);
 
-  const form = 'payload=%7B%7D';
-  const notJson = await post('/api/hooks/billing', form, { ...headers, 'content-type': 'application/x-www-form-urlencoded', 'x-billing-signature': signBody(GENERIC_SECRET, form), 'x-billing-delivery': randomUUID() });
+  const plain = 'invoice paid';
+  const notJson = await post('/api/hooks/billing', plain, {
+    ...headers,
+    'content-type': 'text/plain',
+    'x-billing-signature': signBody(GENERIC_SECRET, plain),
+    'x-billing-delivery': randomUUID(),
+  });
   assert.equal(notJson.status, 415);
   const broken = '{"type": ';
-  const badJson = await post('/api/hooks/billing', broken, { ...headers, 'x-billing-signature': signBody(GENERIC_SECRET, broken), 'x-billing-delivery': randomUUID() });
+  const badJson = await post('/api/hooks/billing', broken, {
+    ...headers,
+    'x-billing-signature': signBody(GENERIC_SECRET, broken),
+    'x-billing-delivery': randomUUID(),
+  });
   assert.equal(badJson.status, 400);
   assert.equal(await deliveriesOf('billing'), 1, 'only the accepted delivery was recorded');
 });
@@ -176,7 +295,11 @@ test('shedding and per-key limits apply: the refusal writes nothing, and the ret
   await sluice.queues.put('billing-events', { maxPending: 0 });
   const body = JSON.stringify({ type: 'invoice.created' });
   const deliveryId = randomUUID();
-  const headers = { 'content-type': 'application/json', 'x-billing-signature': signBody(GENERIC_SECRET, body), 'x-billing-delivery': deliveryId };
+  const headers = {
+    'content-type': 'application/json',
+    'x-billing-signature': signBody(GENERIC_SECRET, body),
+    'x-billing-delivery': deliveryId,
+  };
   const before = { jobs: await jobsIn('billing-events'), deliveries: await deliveriesOf('billing') };
   const shed = await post('/api/hooks/billing', body, headers);
   assert.equal(shed.status, 503, shed.text);
@@ -188,7 +311,11 @@ test('shedding and per-key limits apply: the refusal writes nothing, and the ret
   await sluice.queues.put('billing-events', { maxPerKey: before.jobs + 1 });
   assert.equal((await post('/api/hooks/billing', body, headers)).status, 202, 'the same delivery, once there is room');
   const other = JSON.stringify({ type: 'invoice.voided' });
-  const limited = await post('/api/hooks/billing', other, { ...headers, 'x-billing-signature': signBody(GENERIC_SECRET, other), 'x-billing-delivery': randomUUID() });
+  const limited = await post('/api/hooks/billing', other, {
+    ...headers,
+    'x-billing-signature': signBody(GENERIC_SECRET, other),
+    'x-billing-delivery': randomUUID(),
+  });
   assert.equal(limited.status, 429, limited.text);
   assert.equal(limited.body.error, 'key_limit');
   assert.equal(await deliveriesOf('billing'), before.deliveries + 1);
@@ -225,7 +352,14 @@ test('the hooks file: secrets from the environment, unknown fields, short secret
   const source = { name: 'gh', queue: 'q', scheme: 'github', secret: 'a-secret-of-enough-length' };
   const parse = (value: unknown, env: NodeJS.ProcessEnv = {}) => parseHooksConfig(JSON.stringify(value), env);
   assert.equal(parse({ sources: [source] }).sources[0]!.secret, 'a-secret-of-enough-length');
-  assert.equal(parse({ sources: [{ ...source, secret: undefined, secretEnv: 'S' }] }, { S: 'from-the-environment-0123' }).sources[0]!.secret, 'from-the-environment-0123');
+  assert.equal(
+    parse({ sources: [{ ...source, secret: undefined, secretEnv: 'S' }] }, { S: 'from-the-environment-0123' }).sources[0]!.secret,
+    'from-the-environment-0123',
+  );
+  assert.deepEqual(parse({ sources: [source] }).sources[0]!.contentTypes, ['application/json', 'application/x-www-form-urlencoded']);
+  assert.deepEqual(parse({ sources: [{ ...source, contentTypes: ['Text/Plain', 'text/plain'] }] }).sources[0]!.contentTypes, [
+    'text/plain',
+  ]);
   const refusals: [unknown, RegExp][] = [
     [{ sources: [{ ...source, secret: 'short-secret' }] }, /sources\[0\]\.secret must give a secret of at least 16/],
     [{ sources: [{ ...source, secret: undefined, secretEnv: 'MISSING' }] }, /secretEnv \(MISSING\)/],
@@ -236,10 +370,16 @@ test('the hooks file: secrets from the environment, unknown fields, short secret
     [{ sources: [source, source] }, /named twice/],
     [{ sources: [{ ...source, url: 'x' }] }, /unknown field "url"/],
     [{ sourcez: [] }, /unknown field "sourcez"/],
+    [{ sources: [{ ...source, contentTypes: [] }] }, /contentTypes must be a non-empty list of media types/],
+    [{ sources: [{ ...source, contentTypes: ['json'] }] }, /contentTypes must be/],
     [{ ackTimeoutMs: 10 }, /ackTimeoutMs must be/],
   ];
   for (const [value, message] of refusals) {
-    assert.throws(() => parse(value), (err: Error) => err instanceof HooksConfigError && message.test(err.message) && !err.message.includes('a-secret-of-enough-length'), String(message));
+    assert.throws(
+      () => parse(value),
+      (err: Error) => err instanceof HooksConfigError && message.test(err.message) && !err.message.includes('a-secret-of-enough-length'),
+      String(message),
+    );
   }
   assert.throws(() => parseHooksConfig('{', {}), /not JSON/);
 });
@@ -254,14 +394,26 @@ test('OpenAPI documents the intake as authenticated by its signature, not a toke
 test('--hooks-file and SLUICE_HOOKS_FILE load the sources; a bad file stops the start with its reason', async () => {
   const { mkdtempSync, writeFileSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
   const { loadConfig, ConfigError } = await import('../src/config.js');
   const dir = mkdtempSync(join(tmpdir(), 'sluice-hooks-'));
-  writeFileSync(join(dir, 'hooks.json'), JSON.stringify({ sources: [{ name: 'gh', queue: 'q', scheme: 'github', secretEnv: 'GH_SECRET' }] }));
+  writeFileSync(
+    join(dir, 'hooks.json'),
+    JSON.stringify({ sources: [{ name: 'gh', queue: 'q', scheme: 'github', secretEnv: 'GH_SECRET' }] }),
+  );
   const fromFlag = loadConfig(['--hooks-file', 'hooks.json'], { GH_SECRET: 'flag-secret-0123456789' }, dir);
-  assert.deepEqual(fromFlag.hooks.sources.map((s) => [s.name, s.queue, s.signatureHeader]), [['gh', 'q', 'x-hub-signature-256']]);
-  assert.equal(loadConfig([], { SLUICE_HOOKS_FILE: join(dir, 'hooks.json'), GH_SECRET: 'env-secret-0123456789' }, dir).hooks.sources[0]!.secret, 'env-secret-0123456789');
+  assert.deepEqual(
+    fromFlag.hooks.sources.map((s) => [s.name, s.queue, s.signatureHeader]),
+    [['gh', 'q', 'x-hub-signature-256']],
+  );
+  assert.equal(
+    loadConfig([], { SLUICE_HOOKS_FILE: join(dir, 'hooks.json'), GH_SECRET: 'env-secret-0123456789' }, dir).hooks.sources[0]!.secret,
+    'env-secret-0123456789',
+  );
   assert.deepEqual(loadConfig([], {}, dir).hooks.sources, []);
-  assert.throws(() => loadConfig(['--hooks-file', 'hooks.json'], { GH_SECRET: 'short' }, dir), (err: Error) => err instanceof ConfigError && /hooks file hooks\.json .*at least 16/.test(err.message) && !err.message.includes('short'));
+  assert.throws(
+    () => loadConfig(['--hooks-file', 'hooks.json'], { GH_SECRET: 'short' }, dir),
+    (err: Error) =>
+      err instanceof ConfigError && /hooks file hooks\.json .*at least 16/.test(err.message) && !err.message.includes('short'),
+  );
   assert.throws(() => loadConfig(['--hooks-file', 'missing.json'], {}, dir), /cannot be read: ENOENT/);
 });

@@ -15,7 +15,12 @@ function assertError(answer: Answer, status: number, code: string): void {
 
 test('send: 202 with the id once committed, 200 for a singleton hit, and the job is readable', async () => {
   await server.sluice.queues.put('send', {});
-  const sent = await producer('POST', '/api/queues/send/jobs', { data: { to: 'a@example.com' }, key: 'user-1', singletonKey: 'welcome-1', priority: 3 });
+  const sent = await producer('POST', '/api/queues/send/jobs', {
+    data: { to: 'a@example.com' },
+    key: 'user-1',
+    singletonKey: 'welcome-1',
+    priority: 3,
+  });
   assert.equal(sent.status, 202, sent.text);
   assert.deepEqual(Object.keys(sent.body), ['id']);
   const job = await server.sluice.get(sent.body.id);
@@ -70,7 +75,11 @@ test('every error is { error, message }: bad input 400, unknown queue 404, too l
   assertError(await producer('POST', '/api/queues/errors/jobs', { data: 'x'.repeat(5000) }), 413, 'payload_too_large');
   // Under the body limit but over the payload limit once escaped: the library refuses it.
   assertError(await producer('POST', '/api/queues/errors/jobs', { data: '\u0001'.repeat(700) }), 413, 'payload_too_large');
-  assertError(await call(server.url, 'POST', '/api/queues/errors/jobs', { token: TOKENS.apiToken, raw: 'data=1', contentType: 'text/plain' }), 415, 'unsupported_media_type');
+  assertError(
+    await call(server.url, 'POST', '/api/queues/errors/jobs', { token: TOKENS.apiToken, raw: 'data=1', contentType: 'text/plain' }),
+    415,
+    'unsupported_media_type',
+  );
   assertError(await call(server.url, 'GET', '/no/such/route'), 404, 'not_found');
   assert.equal((await server.sluice.stats('errors')).ready, 0);
 });
@@ -79,26 +88,55 @@ test('text PostgreSQL cannot store (NUL, an unpaired surrogate), nested anywhere
   await server.sluice.queues.put('text', {});
   await server.sluice.send('text', 'to claim');
   const [job] = await server.sluice.claim('text');
-  const jobsBefore = (await server.sluice.pool.query("SELECT count(*)::int AS n, md5(coalesce(string_agg(j::text, '|' ORDER BY id), '')) AS sum FROM sluice.job j")).rows[0];
+  const jobsBefore = (
+    await server.sluice.pool.query(
+      "SELECT count(*)::int AS n, md5(coalesce(string_agg(j::text, '|' ORDER BY id), '')) AS sum FROM sluice.job j",
+    )
+  ).rows[0];
   const lease = { leaseToken: job!.leaseToken };
   const cases: [string, string, unknown, RegExp][] = [
     ['data: a NUL in a nested string', '/api/queues/text/jobs', { data: { a: ['ok', { b: 'x\u0000' }] } }, /data\.a\[1\]\.b\b.*NUL/],
     ['data: a NUL in a key', '/api/queues/text/jobs', { data: { 'a\u0000': 1 } }, /data\b.*NUL/],
     ['data: an unpaired surrogate', '/api/queues/text/jobs', { data: ['\ud800'] }, /data\[0\].*unpaired surrogate/],
     ['key: a NUL', '/api/queues/text/jobs', { data: 1, key: 'a\u0000' }, /key\b.*NUL/],
-    ['singletonKey: an unpaired surrogate', '/api/queues/text/jobs', { data: 1, singletonKey: '\udfff' }, /singletonKey\b.*unpaired surrogate/],
-    ['bulk: a NUL in the second item', '/api/queues/text/jobs/bulk', { jobs: [{ data: 1 }, { data: { deep: { er: 'x\u0000' } } }] }, /items\[1\]\.data\.deep\.er\b.*NUL/],
-    ['result: a NUL in a nested string', `/api/jobs/${job!.id}/complete`, { ...lease, result: { out: ['\u0000'] } }, /result\.out\[0\].*NUL/],
-    ['result: an unpaired surrogate in a key', `/api/jobs/${job!.id}/complete`, { ...lease, result: { '\udc00': true } }, /result\b.*unpaired surrogate/],
+    [
+      'singletonKey: an unpaired surrogate',
+      '/api/queues/text/jobs',
+      { data: 1, singletonKey: '\udfff' },
+      /singletonKey\b.*unpaired surrogate/,
+    ],
+    [
+      'bulk: a NUL in the second item',
+      '/api/queues/text/jobs/bulk',
+      { jobs: [{ data: 1 }, { data: { deep: { er: 'x\u0000' } } }] },
+      /items\[1\]\.data\.deep\.er\b.*NUL/,
+    ],
+    [
+      'result: a NUL in a nested string',
+      `/api/jobs/${job!.id}/complete`,
+      { ...lease, result: { out: ['\u0000'] } },
+      /result\.out\[0\].*NUL/,
+    ],
+    [
+      'result: an unpaired surrogate in a key',
+      `/api/jobs/${job!.id}/complete`,
+      { ...lease, result: { '\udc00': true } },
+      /result\b.*unpaired surrogate/,
+    ],
     ['error: a NUL in the message', `/api/jobs/${job!.id}/fail`, { ...lease, error: { message: 'boom\u0000' } }, /error\/message.*NUL/],
   ];
   const wrong: string[] = [];
   for (const [name, path, body, says] of cases) {
     const answer = await producer('POST', path, body);
-    if (answer.status !== 400 || answer.body?.error !== 'validation' || !says.test(answer.body.message)) wrong.push(`${name} → ${answer.status} ${answer.text}`);
+    if (answer.status !== 400 || answer.body?.error !== 'validation' || !says.test(answer.body.message))
+      wrong.push(`${name} → ${answer.status} ${answer.text}`);
   }
   assert.deepEqual(wrong, []);
-  const jobsAfter = (await server.sluice.pool.query("SELECT count(*)::int AS n, md5(coalesce(string_agg(j::text, '|' ORDER BY id), '')) AS sum FROM sluice.job j")).rows[0];
+  const jobsAfter = (
+    await server.sluice.pool.query(
+      "SELECT count(*)::int AS n, md5(coalesce(string_agg(j::text, '|' ORDER BY id), '')) AS sum FROM sluice.job j",
+    )
+  ).rows[0];
   assert.deepEqual(jobsAfter, jobsBefore, 'a refused request wrote rows');
 });
 
@@ -114,7 +152,13 @@ test('bulk send is all-or-nothing', async () => {
 });
 
 test('admin: put a policy, pause and resume, cancel and replay, throughput', async () => {
-  const put = await admin('PUT', '/api/queues/policy', { concurrency: 4, maxPerKey: 2, maxPending: 50, maxAttempts: 2, backoff: { baseMs: 10 } });
+  const put = await admin('PUT', '/api/queues/policy', {
+    concurrency: 4,
+    maxPerKey: 2,
+    maxPending: 50,
+    maxAttempts: 2,
+    backoff: { baseMs: 10 },
+  });
   assert.equal(put.status, 200, put.text);
   assert.equal(put.body.concurrency, 4);
   assert.equal((await server.sluice.queues.get('policy'))?.maxPending, 50);
@@ -162,7 +206,7 @@ test('dead letters: list with filters, replay all matching, purge', async () => 
   assert.equal((await server.sluice.stats('dying')).ready, 2);
   const purged = await admin('POST', '/api/dead-letters/purge', { queue: 'dying' });
   assert.deepEqual(purged.body, { purged: 1 });
-  assert.equal((await server.sluice.deadLetters.count({ queue: 'dying' })), 0);
+  assert.equal(await server.sluice.deadLetters.count({ queue: 'dying' }), 0);
 });
 
 test('health, readiness, metrics, OpenAPI and security headers', async () => {
@@ -195,9 +239,14 @@ test('health, readiness, metrics, OpenAPI and security headers', async () => {
   assert.equal(headers.get('referrer-policy'), 'no-referrer');
 });
 
-test("a queue answers what its rate and budget have used, and the jobs they hold back", async () => {
-  await server.sluice.queues.put('rated', { rateLimit: { count: 2, periodMs: 600_000 }, budget: { units: 10_000, periodMs: 60_000 }, maxWaitMs: 3_600_000 });
-  for (const cost of [4000, 120, 5000, 900]) assert.equal((await producer('POST', '/api/queues/rated/jobs', { data: null, cost })).status, 202);
+test('a queue answers what its rate and budget have used, and the jobs they hold back', async () => {
+  await server.sluice.queues.put('rated', {
+    rateLimit: { count: 2, periodMs: 600_000 },
+    budget: { units: 10_000, periodMs: 60_000 },
+    maxWaitMs: 3_600_000,
+  });
+  for (const cost of [4000, 120, 5000, 900])
+    assert.equal((await producer('POST', '/api/queues/rated/jobs', { data: null, cost })).status, 202);
   assert.equal((await producer('POST', '/api/queues/rated/claim', { max: 4 })).body.jobs.length, 2, 'the rate lets two start');
   const read = await admin('GET', '/api/queues/rated');
   assert.equal(read.status, 200, read.text);
@@ -211,7 +260,10 @@ test("a queue answers what its rate and budget have used, and the jobs they hold
   const use = (stats: any) => [stats.rateUse, stats.budgetUse, stats.heldBack];
   assert.deepEqual(use(listed.stats), use(read.body.stats), 'the list answers the same');
   const plain = await admin('GET', '/api/queues/send');
-  assert.deepEqual([plain.body.rateLimit, plain.body.stats.rateUse, plain.body.stats.budgetUse, plain.body.stats.heldBack], [null, null, null, 0]);
+  assert.deepEqual(
+    [plain.body.rateLimit, plain.body.stats.rateUse, plain.body.stats.budgetUse, plain.body.stats.heldBack],
+    [null, null, null, 0],
+  );
 });
 
 test('OpenAPI describes every rate, budget, maxWaitMs, cost and timeoutMs field, asked and answered', async () => {
@@ -228,7 +280,15 @@ test('OpenAPI describes every rate, budget, maxWaitMs, cost and timeoutMs field,
     assert.ok(at.description.length > 10, `${path.join('.')}: ${at.description}`);
     return at;
   };
-  const policy = [['rateLimit'], ['rateLimit', 'count'], ['rateLimit', 'periodMs'], ['budget'], ['budget', 'units'], ['budget', 'periodMs'], ['maxWaitMs']];
+  const policy = [
+    ['rateLimit'],
+    ['rateLimit', 'count'],
+    ['rateLimit', 'periodMs'],
+    ['budget'],
+    ['budget', 'units'],
+    ['budget', 'periodMs'],
+    ['maxWaitMs'],
+  ];
   for (const path of policy) {
     described(body(paths['/api/queues/{queue}'].put), path);
     described(answer(paths['/api/queues/{queue}'].put), path);
@@ -236,8 +296,16 @@ test('OpenAPI describes every rate, budget, maxWaitMs, cost and timeoutMs field,
     described(answer(paths['/api/queues'].get), ['queues', ...path]);
     described(answer(paths['/api/queues/{queue}/pause'].post), path);
   }
-  const use = [['stats', 'rateUse'], ['stats', 'rateUse', 'used'], ['stats', 'rateUse', 'limit'], ['stats', 'rateUse', 'periodMs'],
-    ['stats', 'budgetUse'], ['stats', 'budgetUse', 'used'], ['stats', 'budgetUse', 'limit'], ['stats', 'heldBack']];
+  const use = [
+    ['stats', 'rateUse'],
+    ['stats', 'rateUse', 'used'],
+    ['stats', 'rateUse', 'limit'],
+    ['stats', 'rateUse', 'periodMs'],
+    ['stats', 'budgetUse'],
+    ['stats', 'budgetUse', 'used'],
+    ['stats', 'budgetUse', 'limit'],
+    ['stats', 'heldBack'],
+  ];
   for (const path of use) {
     described(answer(paths['/api/queues/{queue}'].get), path);
     described(answer(paths['/api/queues'].get), ['queues', ...path]);

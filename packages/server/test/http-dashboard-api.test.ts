@@ -58,7 +58,7 @@ test('series: exactly the minutes asked for, the current one last, with the coun
 
   assert.equal((await admin('GET', '/api/queues/series/series')).body.points.length, 60, 'default 60 minutes');
   assertValidation(await admin('GET', '/api/queues/series/series?minutes=0'));
-  assertValidation(await admin('GET', '/api/queues/series/series?minutes=181'));
+  assertValidation(await admin('GET', '/api/queues/series/series?minutes=1441'));
   assertValidation(await admin('GET', '/api/queues/series/series?minutes=soon'));
   assert.equal((await admin('GET', '/api/queues/nope/series')).status, 404);
   assert.equal((await producer('GET', '/api/queues/series/series')).status, 403, 'admin only');
@@ -81,14 +81,17 @@ test("every queue's series at once: for each queue what its own route answers; b
 
   // Read again when a minute turned between the answers compared (the clock is the database's).
   let lastMinutes: string[] = [];
-  const { all, each } = await waitFor(async () => {
-    const all = await admin('GET', '/api/series?minutes=5');
-    assert.equal(all.status, 200, all.text);
-    const each: Record<string, Answer> = {};
-    for (const name of Object.keys(all.body.queues)) each[name] = await admin('GET', `/api/queues/${name}/series?minutes=5`);
-    lastMinutes = [all.body.queues['all-a'].at(-1).at, ...Object.values(each).map((a) => a.body.points.at(-1).at)];
-    return new Set(lastMinutes).size === 1 ? { all, each } : null;
-  }, { message: 'every answer to end on the same minute', detail: () => lastMinutes });
+  const { all, each } = await waitFor(
+    async () => {
+      const all = await admin('GET', '/api/series?minutes=5');
+      assert.equal(all.status, 200, all.text);
+      const each: Record<string, Answer> = {};
+      for (const name of Object.keys(all.body.queues)) each[name] = await admin('GET', `/api/queues/${name}/series?minutes=5`);
+      lastMinutes = [all.body.queues['all-a'].at(-1).at, ...Object.values(each).map((a) => a.body.points.at(-1).at)];
+      return new Set(lastMinutes).size === 1 ? { all, each } : null;
+    },
+    { message: 'every answer to end on the same minute', detail: () => lastMinutes },
+  );
   assert.equal(all.body.stepSeconds, 60);
   const listed = (await admin('GET', '/api/queues')).body.queues.map((q: { name: string }) => q.name);
   assert.deepEqual(Object.keys(all.body.queues).sort(), listed.sort(), 'every queue');
@@ -102,7 +105,7 @@ test("every queue's series at once: for each queue what its own route answers; b
 
   assert.equal((await admin('GET', '/api/series')).body.queues['all-a'].length, 60, 'default 60 minutes');
   assertValidation(await admin('GET', '/api/series?minutes=0'));
-  assertValidation(await admin('GET', '/api/series?minutes=181'));
+  assertValidation(await admin('GET', '/api/series?minutes=1441'));
   assertValidation(await admin('GET', '/api/series?minutes=soon'));
   assert.equal((await producer('GET', '/api/series')).status, 403, 'admin only');
 });
@@ -128,7 +131,10 @@ test('jobs: each filter and all together, newest first, paged without gaps or re
   assert.deepEqual(ids(byQueue), newestFirst(sent.filter((j) => j.queue === 'list-b')));
   assert.equal(byQueue.body.nextCursor, null);
   assert.deepEqual(ids(await admin('GET', '/api/jobs?state=active')), [firstA.id]);
-  assert.deepEqual(ids(await admin('GET', '/api/jobs?key=k&queue=list-b')), newestFirst(sent.filter((j) => j.key === 'k' && j.queue === 'list-b')));
+  assert.deepEqual(
+    ids(await admin('GET', '/api/jobs?key=k&queue=list-b')),
+    newestFirst(sent.filter((j) => j.key === 'k' && j.queue === 'list-b')),
+  );
   const all = await admin('GET', '/api/jobs?queue=list-a&state=pending&key=k');
   assert.deepEqual(ids(all), newestFirst(sent.filter((j) => j.queue === 'list-a' && j.key === 'k' && j.id !== firstA.id)));
   const one = all.body.jobs[0];

@@ -43,7 +43,12 @@ test("a request's traceparent: the send span is its child, the handler's span th
   const one = await post(url, `/api/queues/${queue}/jobs`, { data: { n: 1 } }, client.traceparent);
   assert.equal(one.status, 202);
   const bulkClient = clientSpan();
-  const bulk = await post(url, `/api/queues/${queue}/jobs/bulk`, { jobs: [{ data: { n: 2 } }, { data: { n: 3 } }] }, bulkClient.traceparent);
+  const bulk = await post(
+    url,
+    `/api/queues/${queue}/jobs/bulk`,
+    { jobs: [{ data: { n: 2 } }, { data: { n: 3 } }] },
+    bulkClient.traceparent,
+  );
   assert.equal(bulk.status, 202);
 
   const send = await waitSpan(`send ${queue}`, (s) => s.attributes['messaging.message.id'] === one.body.id);
@@ -73,7 +78,10 @@ test("the claim route answers each job's trace context", async () => {
   const send = await waitSpan(`send ${queue}`, (s) => s.attributes['messaging.message.id'] === traced.body.id);
   const claimed = await post(url, `/api/queues/${queue}/claim`, { max: 5 });
   assert.equal(claimed.status, 200);
-  assert.deepEqual(claimed.body.jobs.map((j: { id: string }) => j.id), [traced.body.id]);
+  assert.deepEqual(
+    claimed.body.jobs.map((j: { id: string }) => j.id),
+    [traced.body.id],
+  );
   assert.deepEqual(claimed.body.jobs[0].traceContext, { traceparent: `00-${client.traceId}-${send.spanId}-01` });
   const receive = await waitSpan(`receive ${queue}`, () => true);
   assert.equal(receive.attributes['messaging.batch.message_count'], 1);
@@ -83,21 +91,30 @@ test("the claim route answers each job's trace context", async () => {
   const rootSend = await waitSpan(`send ${queue}`, (s) => s.attributes['messaging.message.id'] === id);
   assert.equal(rootSend.parentSpanId, null);
   const again = await post(url, `/api/queues/${queue}/claim`, { max: 5 });
-  assert.deepEqual(again.body.jobs.map((j: { id: string; traceContext: unknown }) => [j.id, j.traceContext]), [
-    [id, { traceparent: `00-${rootSend.traceId}-${rootSend.spanId}-01` }],
-  ]);
+  assert.deepEqual(
+    again.body.jobs.map((j: { id: string; traceContext: unknown }) => [j.id, j.traceContext]),
+    [[id, { traceparent: `00-${rootSend.traceId}-${rootSend.spanId}-01` }]],
+  );
 });
 
 test("a webhook delivery's traceparent: its job's send and handler are in the sender's trace", async () => {
   const secret = 'trace-webhook-secret-0123456789';
-  const hooks = parseHooksConfig(JSON.stringify({ sources: [{ name: 'traced', queue: 'traced-hooks', scheme: 'hmac-sha256', secret }] }), {});
+  const hooks = parseHooksConfig(
+    JSON.stringify({ sources: [{ name: 'traced', queue: 'traced-hooks', scheme: 'hmac-sha256', secret }] }),
+    {},
+  );
   const { url, sluice } = await startTestServer({ hooks });
   await sluice.queues.put('traced-hooks', {});
   const sender = clientSpan();
   const body = JSON.stringify({ event: 'paid' });
   const response = await fetch(`${url}/api/hooks/traced`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-signature-256': signBody(secret, body), 'idempotency-key': randomBytes(8).toString('hex'), traceparent: sender.traceparent },
+    headers: {
+      'content-type': 'application/json',
+      'x-signature-256': signBody(secret, body),
+      'idempotency-key': randomBytes(8).toString('hex'),
+      traceparent: sender.traceparent,
+    },
     body,
   });
   assert.equal(response.status, 202);

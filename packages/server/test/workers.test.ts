@@ -70,10 +70,13 @@ test('fail retries until attempts are spent, then the job is dead with every err
   assert.deepEqual(states, ['pending', 'dead']);
   const job = (await producer('GET', `/api/jobs/${id}`)).body;
   assert.equal(job.state, 'dead');
-  assert.deepEqual(job.errors.map((e: { message: string; stack: string }) => [e.message, e.stack]), [
-    ['boom 1', 'Traceback 1'],
-    ['boom 2', 'Traceback 2'],
-  ]);
+  assert.deepEqual(
+    job.errors.map((e: { message: string; stack: string }) => [e.message, e.stack]),
+    [
+      ['boom 1', 'Traceback 1'],
+      ['boom 2', 'Traceback 2'],
+    ],
+  );
 });
 
 test('claim on an unknown queue is a 404, and an empty queue gives no jobs', async () => {
@@ -125,8 +128,15 @@ test('a cancel over HTTP reaches a pull worker at its heartbeat; the job holds i
   assert.equal(typeof asked.body.cancelRequestedAt, 'string');
   const beat = await producer('POST', `/api/jobs/${job.id}/heartbeat`, { leaseToken: job.leaseToken });
   assert.equal(beat.body.cancelRequested, true);
-  assert.deepEqual((await producer('POST', '/api/queues/pull-cancel/claim', { max: 1 })).body.jobs, [], 'the cancelled job still holds the one slot');
-  const failed = await producer('POST', `/api/jobs/${job.id}/fail`, { leaseToken: job.leaseToken, error: { message: 'stopped on cancel' } });
+  assert.deepEqual(
+    (await producer('POST', '/api/queues/pull-cancel/claim', { max: 1 })).body.jobs,
+    [],
+    'the cancelled job still holds the one slot',
+  );
+  const failed = await producer('POST', `/api/jobs/${job.id}/fail`, {
+    leaseToken: job.leaseToken,
+    error: { message: 'stopped on cancel' },
+  });
   assert.equal(failed.status, 200, failed.text);
   assert.equal((await server.sluice.get(job.id))?.state, 'cancelled');
   assert.equal((await producer('POST', '/api/queues/pull-cancel/claim', { max: 1 })).body.jobs.length, 1, 'the slot is free again');

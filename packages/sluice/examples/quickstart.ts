@@ -22,8 +22,10 @@ try {
   const { id } = await sluice.send('send-email', { to: 'ada@example.com', subject: 'Welcome' }, { key: 'user-42' });
   console.log('enqueued job', id);
 } catch (err) {
-  if (err instanceof QueueFullError) console.log(`shed: retry in ${err.retryAfterSeconds} s`); // HTTP 503
-  else if (err instanceof KeyLimitError) console.log(`too many for ${err.key}`); // HTTP 429
+  if (err instanceof QueueFullError)
+    console.log(`shed: retry in ${err.retryAfterSeconds} s`); // HTTP 503
+  else if (err instanceof KeyLimitError)
+    console.log(`too many for ${err.key}`); // HTTP 429
   else throw err;
 }
 

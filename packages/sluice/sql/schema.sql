@@ -1,7 +1,7 @@
 -- Schema "sluice", read from the catalogs of a freshly migrated database.
 
 -- Types
-CREATE TYPE sluice.job_state AS ENUM ('pending', 'active', 'completed', 'cancelled', 'dead', 'waiting');
+CREATE TYPE sluice.job_state AS ENUM ('pending', 'active', 'claimed', 'completed', 'cancelled', 'dead', 'waiting');
 
 -- Sequences
 CREATE SEQUENCE sluice.job_id_seq AS bigint INCREMENT 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1;
@@ -40,6 +40,10 @@ CREATE TABLE sluice.job (
   waiting_parents integer,
   on_parent_failure text,
   trace_context jsonb,
+  progress jsonb,
+  log_count integer,
+  singleton_until timestamp with time zone,
+  debounce_key text,
   CONSTRAINT job_cost_check CHECK (cost > 0),
   CONSTRAINT job_on_parent_failure_check CHECK (on_parent_failure = ANY (ARRAY['cancel'::text, 'run'::text])),
   CONSTRAINT job_pkey PRIMARY KEY (id),
@@ -68,6 +72,15 @@ CREATE TABLE sluice.job_archive (
   finished_at timestamp with time zone,
   archived_at timestamp with time zone DEFAULT now() NOT NULL,
   CONSTRAINT job_archive_pkey PRIMARY KEY (id)
+);
+
+CREATE TABLE sluice.job_log (
+  job_id bigint NOT NULL,
+  seq integer NOT NULL,
+  attempt integer NOT NULL,
+  at timestamp with time zone NOT NULL,
+  line text NOT NULL,
+  CONSTRAINT job_log_pkey PRIMARY KEY (job_id, seq)
 );
 
 CREATE TABLE sluice.job_parent (
@@ -135,6 +148,7 @@ CREATE TABLE sluice.queue (
   key_rate_period_ms integer,
   key_budget_units bigint,
   key_budget_period_ms integer,
+  durability text DEFAULT 'flush'::text NOT NULL,
   CONSTRAINT queue_backoff_base_ms_check CHECK (backoff_base_ms >= 0),
   CONSTRAINT queue_backoff_jitter_check CHECK (backoff_jitter >= 0::double precision AND backoff_jitter <= 1::double precision),
   CONSTRAINT queue_budget_period_ms_check CHECK (budget_period_ms > 0),
@@ -143,6 +157,7 @@ CREATE TABLE sluice.queue (
   CONSTRAINT queue_check CHECK (backoff_max_ms >= backoff_base_ms),
   CONSTRAINT queue_check1 CHECK (dead_letter_queue <> name),
   CONSTRAINT queue_concurrency_check CHECK (concurrency > 0),
+  CONSTRAINT queue_durability_check CHECK (durability = ANY (ARRAY['flush'::text, 'async'::text])),
   CONSTRAINT queue_key_budget_period_ms_check CHECK (key_budget_period_ms > 0),
   CONSTRAINT queue_key_budget_units_check CHECK (key_budget_units > 0),
   CONSTRAINT queue_key_budget_whole CHECK ((key_budget_units IS NULL) = (key_budget_period_ms IS NULL)),
@@ -214,16 +229,29 @@ CREATE TABLE sluice.slot (
   CONSTRAINT slot_pkey PRIMARY KEY (queue, n)
 );
 
+CREATE TABLE sluice.subscription (
+  queue text NOT NULL,
+  name text NOT NULL,
+  events text[] NOT NULL,
+  queues text[],
+  CONSTRAINT subscription_events_check CHECK (cardinality(events) > 0 AND events <@ ARRAY['completed'::text, 'failed'::text, 'dead'::text, 'cancelled'::text]),
+  CONSTRAINT subscription_pkey PRIMARY KEY (queue, name),
+  CONSTRAINT subscription_queue_fkey FOREIGN KEY (queue) REFERENCES sluice.queue(name) ON DELETE CASCADE,
+  CONSTRAINT subscription_queues_check CHECK (cardinality(queues) > 0)
+);
+
 -- Indexes
-CREATE INDEX job_active_idx ON sluice.job USING btree (queue, key) WHERE (state = 'active'::sluice.job_state);
+CREATE INDEX job_active_idx ON sluice.job USING btree (queue, key) WHERE (state = ANY (ARRAY['active'::sluice.job_state, 'claimed'::sluice.job_state]));
 CREATE INDEX job_archive_queue_idx ON sluice.job_archive USING btree (queue, finished_at);
 CREATE INDEX job_dead_idx ON sluice.job USING btree (finished_at) WHERE (state = 'dead'::sluice.job_state);
+CREATE INDEX job_debounce_idx ON sluice.job USING btree (queue, debounce_key) WHERE ((debounce_key IS NOT NULL) AND (state = 'pending'::sluice.job_state));
 CREATE INDEX job_finished_idx ON sluice.job USING btree (queue, state, finished_at) WHERE (state = ANY (ARRAY['completed'::sluice.job_state, 'cancelled'::sluice.job_state, 'dead'::sluice.job_state]));
 CREATE INDEX job_key_pending_idx ON sluice.job USING btree (queue, key, priority DESC, run_at, id) WHERE ((state = 'pending'::sluice.job_state) AND (key IS NOT NULL));
 CREATE INDEX job_keyless_pending_idx ON sluice.job USING btree (queue, priority DESC, run_at, id) WHERE ((state = 'pending'::sluice.job_state) AND (key IS NULL));
 CREATE INDEX job_parent_parent_idx ON sluice.job_parent USING btree (parent_id);
 CREATE INDEX job_ready_idx ON sluice.job USING btree (queue, priority DESC, run_at, id) WHERE (state = 'pending'::sluice.job_state);
-CREATE UNIQUE INDEX job_singleton_idx ON sluice.job USING btree (queue, singleton_key) WHERE ((singleton_key IS NOT NULL) AND (state = ANY (ARRAY['pending'::sluice.job_state, 'active'::sluice.job_state])));
+CREATE UNIQUE INDEX job_singleton_idx ON sluice.job USING btree (queue, singleton_key) WHERE ((singleton_key IS NOT NULL) AND (state = ANY (ARRAY['pending'::sluice.job_state, 'active'::sluice.job_state, 'claimed'::sluice.job_state])));
+CREATE INDEX job_singleton_period_idx ON sluice.job USING btree (queue, singleton_key, singleton_until) WHERE (singleton_until IS NOT NULL);
 CREATE INDEX job_start_key_window ON sluice.job_start USING btree (queue, key, started_at) WHERE (key IS NOT NULL);
 CREATE INDEX job_start_window ON sluice.job_start USING btree (queue, started_at);
 CREATE INDEX job_waiting_idx ON sluice.job USING btree (queue, key) WHERE (waiting_parents IS NOT NULL);
@@ -267,7 +295,7 @@ BEGIN
                                 WHERE queue = q.name AND key = p_key AND state = 'pending'
                                 LIMIT q.max_per_key) p)
        + (SELECT count(*) FROM (SELECT 1 FROM "sluice".job
-                                WHERE queue = q.name AND key = p_key AND state = 'active'
+                                WHERE queue = q.name AND key = p_key AND state IN ('active', 'claimed')
                                 LIMIT q.max_per_key) a)
        + (SELECT count(*) FROM (SELECT 1 FROM "sluice".job
                                 WHERE queue = q.name AND key = p_key AND waiting_parents IS NOT NULL
@@ -281,6 +309,39 @@ BEGIN
   END IF;
 END $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.admit_key_wait(q sluice.queue, p_key text, p_incoming integer, p_now timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_cutoff timestamptz;
+  v_room bigint := 1000000;
+  v_ahead bigint;
+  v_running bigint;
+  v_wait_ms double precision := 0;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('sluice.key'), hashtext(q.name || '/' || p_key));
+  v_cutoff := coalesce(p_now, clock_timestamp());
+  IF q.key_rate_count IS NOT NULL THEN
+    v_room := (floor(q.max_wait_ms::double precision / q.key_rate_period_ms) + 1) * q.key_rate_count;
+  END IF;
+  SELECT count(*) INTO v_ahead FROM (
+    SELECT 1 FROM "sluice".job
+    WHERE queue = q.name AND key = p_key AND state = 'pending' AND run_at <= v_cutoff
+    LIMIT v_room
+  ) r;
+  v_wait_ms := "sluice".rate_wait_ms(q, p_key, v_ahead + p_incoming, v_cutoff);
+  IF q.per_key_concurrency IS NOT NULL AND v_wait_ms <= q.max_wait_ms THEN
+    SELECT count(*) INTO v_running FROM (
+      SELECT 1 FROM "sluice".job WHERE queue = q.name AND key = p_key AND state IN ('active', 'claimed') LIMIT q.per_key_concurrency
+    ) a;
+    v_wait_ms := greatest(v_wait_ms, "sluice".cap_wait_ms(q, q.per_key_concurrency, v_running, v_ahead + p_incoming));
+  END IF;
+  IF v_wait_ms > q.max_wait_ms THEN
+    PERFORM "sluice".raise_wait(q, p_key, v_ahead, v_wait_ms);
+  END IF;
+END $function$
+;
 CREATE OR REPLACE FUNCTION sluice.admit_wait(q sluice.queue, p_incoming integer, p_units bigint, p_now timestamp with time zone)
  RETURNS void
  LANGUAGE plpgsql
@@ -290,6 +351,7 @@ DECLARE
   v_room bigint := 0;
   v_ahead bigint;
   v_units bigint;
+  v_running bigint;
   v_wait_ms double precision := 0;
 BEGIN
   PERFORM pg_advisory_xact_lock(hashtext('sluice.pending'), hashtext(q.name));
@@ -306,17 +368,19 @@ BEGIN
     LIMIT v_room
   ) r;
   IF q.rate_count IS NOT NULL THEN
-    v_wait_ms := floor((v_ahead + p_incoming - 1)::double precision / q.rate_count) * q.rate_period_ms;
+    v_wait_ms := "sluice".rate_wait_ms(q, NULL, v_ahead + p_incoming, v_cutoff);
   END IF;
   IF q.budget_units IS NOT NULL THEN
     v_wait_ms := greatest(v_wait_ms, floor((v_units + p_units - 1)::double precision / q.budget_units) * q.budget_period_ms);
   END IF;
+  IF q.concurrency IS NOT NULL AND v_wait_ms <= q.max_wait_ms THEN
+    SELECT count(*) INTO v_running FROM (
+      SELECT 1 FROM "sluice".job WHERE queue = q.name AND state IN ('active', 'claimed') LIMIT q.concurrency
+    ) a;
+    v_wait_ms := greatest(v_wait_ms, "sluice".cap_wait_ms(q, q.concurrency, v_running, v_ahead + p_incoming));
+  END IF;
   IF v_wait_ms > q.max_wait_ms THEN
-    RAISE EXCEPTION USING ERRCODE = 'SL503',
-      MESSAGE = format('queue "%s" is full: a job sent now would wait about %s ms to start, over its limit of %s ms',
-                       q.name, v_wait_ms, q.max_wait_ms),
-      DETAIL = json_build_object('queue', q.name, 'ready', v_ahead, 'waitMs', v_wait_ms, 'maxWaitMs', q.max_wait_ms)::text,
-      HINT = greatest(1, ceil((v_wait_ms - q.max_wait_ms) / 1000))::text;
+    PERFORM "sluice".raise_wait(q, NULL, v_ahead, v_wait_ms);
   END IF;
 END $function$
 ;
@@ -363,6 +427,21 @@ AS $function$
                * (1 - jitter * random()))
 $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.bounded_count(p_where text, p_bound integer, OUT n bigint, OUT estimated boolean)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF p_where IS NULL THEN
+    RETURN;
+  END IF;
+  EXECUTE format('SELECT count(*) FROM (SELECT 1 FROM "sluice".job WHERE %s LIMIT %s) x', p_where, p_bound + 1) INTO n;
+  estimated := n > p_bound;
+  IF estimated THEN
+    n := greatest(n, "sluice".estimated_rows(p_where));
+  END IF;
+END $function$
+;
 CREATE OR REPLACE FUNCTION sluice.cancel_job(p_id bigint, p_now timestamp with time zone)
  RETURNS SETOF sluice.job
  LANGUAGE plpgsql
@@ -372,22 +451,41 @@ DECLARE
   v_job "sluice".job;
 BEGIN
   UPDATE "sluice".job
-  SET state = CASE WHEN state = 'active' THEN state ELSE 'cancelled' END,
-      finished_at = CASE WHEN state = 'active' THEN finished_at ELSE v_now END,
+  SET state = CASE WHEN state IN ('active', 'claimed') THEN state ELSE 'cancelled' END,
+      finished_at = CASE WHEN state IN ('active', 'claimed') THEN finished_at ELSE v_now END,
       waiting_parents = NULL,
       cancel_requested_at = coalesce(cancel_requested_at, v_now)
-  WHERE id = p_id AND state IN ('waiting', 'pending', 'active')
+  WHERE id = p_id AND state IN ('waiting', 'pending', 'active', 'claimed')
   RETURNING * INTO v_job;
   IF NOT FOUND THEN
     RETURN;
   END IF;
-  IF v_job.state = 'active' THEN
+  IF v_job.state IN ('active', 'claimed') THEN
     PERFORM pg_notify('sluice-cancel:sluice', v_job.id::text);
   ELSE
     PERFORM "sluice".job_ends(ARRAY[v_job.id], ARRAY[v_job.queue], ARRAY['cancelled'],
                              CASE WHEN v_job.has_children THEN ARRAY[v_job.id] ELSE '{}' END, v_now, true);
   END IF;
   RETURN NEXT v_job;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.cap_wait_ms(q sluice.queue, p_cap integer, p_running bigint, p_k bigint)
+ RETURNS double precision
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+DECLARE
+  v_run_ms double precision;
+BEGIN
+  IF p_cap IS NULL OR p_k <= p_cap - p_running THEN
+    RETURN 0;
+  END IF;
+  SELECT avg(extract(epoch FROM r.finished_at - r.started_at) * 1000) INTO v_run_ms FROM (
+    SELECT j.finished_at, j.started_at FROM "sluice".job j
+    WHERE j.queue = q.name AND j.state = 'completed' AND j.started_at IS NOT NULL
+    ORDER BY j.finished_at DESC LIMIT 20
+  ) r;
+  RETURN ceil((p_k - greatest(p_cap - p_running, 0))::double precision / p_cap) * coalesce(v_run_ms, 0);
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.claim(p_queue text, p_limit integer, p_worker_id text, p_now timestamp with time zone, p_ahead integer DEFAULT 0, p_in_hand integer[] DEFAULT '{}'::integer[])
@@ -404,21 +502,25 @@ AS $function$
 DECLARE
   q "sluice".queue;
   v_now timestamptz := coalesce(p_now, now());
-  v_ahead integer := greatest(coalesce(p_ahead, 0), 0);
-  v_limit integer := greatest(p_limit, 0) + v_ahead;
+  v_free integer := greatest(p_limit, 0);
+  v_limit integer := greatest(p_limit, 0) + greatest(coalesce(p_ahead, 0), 0);
   v_want integer := greatest(p_limit, 0);
-  v_active integer;
   v_slots integer[] := '{}';
-  v_ids bigint[];
   v_reuse integer[] := '{}';
+  v_ids bigint[];
   v_slotted integer;
+  v_started integer;
   v_rated boolean;
   v_key_rated boolean;
-  v_grantable boolean;
-  v_grant_at timestamptz;
-  v_started integer;
-  v_room integer;
+  v_reported boolean;
   v_units bigint;
+  v_grant_at timestamptz;
+  v_start_at timestamptz[] := '{}';
+  v_room_now integer := 0;
+  -- Jobs a key's rate admitted ahead (pick_per_key) and when each may begin.
+  v_key_ahead_ids bigint[];
+  v_key_ahead_at timestamptz[];
+  v_part record;
 BEGIN
   SELECT * INTO q FROM "sluice".queue WHERE name = p_queue;
   IF q.name IS NULL OR q.paused OR v_limit <= 0 OR q.concurrency IS NULL THEN
@@ -438,53 +540,23 @@ BEGIN
   END IF;
 
   v_rated := q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL;
+  v_reported := "sluice".starts_reported();
   v_key_rated := q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL;
   IF v_key_rated THEN
-    -- Nothing is claimed ahead: a job counts as started when it is claimed. Per-key rates
+    -- No jobs beyond the free local slots: each counts as started when it is claimed (one
+    -- a key's rate admits ahead, in its slot, at most start_ahead_ms later). Per-key rates
     -- and budgets are counted under the keys' locks (pick_per_key), at the time read here.
     v_now := coalesce(p_now, clock_timestamp());
-    v_limit := least(v_limit, greatest(p_limit, 0));
+    v_limit := least(v_limit, v_free);
   END IF;
   IF v_rated THEN
-    -- Starts by rate and budget (rate.sql): counted under the queue's lock, at the time
-    -- it is held, and recorded below before it is released; or, for a rate alone, taken
-    -- from this worker's grant under the lock shared. Jobs are claimed ahead only if the
-    -- window (or the grant) has room for them too, each reserving its start until its
-    -- slot is written or it ends; on a queue without a cap, only in a grant (otherwise
-    -- such a reservation would hold the window for the whole of its job).
-    v_grantable := q.budget_units IS NULL AND NOT v_key_rated AND p_worker_id IS NOT NULL;
-    IF v_grantable AND EXISTS (
-         SELECT 1 FROM "sluice".rate_grant g
-         WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.jobs - g.used >= v_limit
-           AND g.rate_count = q.rate_count AND g.rate_period_ms = q.rate_period_ms
-           AND g.until > coalesce(p_now, clock_timestamp()) + interval '50 milliseconds') THEN
-      -- Looked at without a lock, so that a claim holding the shared lock never asks for
-      -- the exclusive one (two such claims would deadlock); checked again under it.
-      PERFORM pg_advisory_xact_lock_shared(hashtext('sluice.rate'), hashtext(p_queue));
-      v_now := coalesce(p_now, clock_timestamp());
-      SELECT g.granted_at, g.jobs - g.used INTO v_grant_at, v_room FROM "sluice".rate_grant g
-      WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.granted_at <= v_now AND g.until > v_now
-        AND g.rate_count = q.rate_count AND g.rate_period_ms = q.rate_period_ms
-      ORDER BY g.granted_at DESC LIMIT 1
-      FOR UPDATE;
-      -- A grant that ran out in between (a long wait for the lock): what is left of it.
-      v_room := coalesce(v_room, 0);
-    ELSE
-      PERFORM pg_advisory_xact_lock(hashtext('sluice.rate'), hashtext(p_queue));
-      v_now := coalesce(p_now, clock_timestamp());
-      IF v_grantable THEN
-        v_grant_at := "sluice".grant_starts(q, p_worker_id, v_now, v_limit);
-      END IF;
-      IF v_grant_at IS NOT NULL THEN
-        v_room := v_limit;
-      ELSE
-        IF q.concurrency IS NULL THEN
-          v_limit := least(v_limit, greatest(p_limit, 0));
-        END IF;
-        SELECT r.jobs, r.units INTO v_room, v_units FROM "sluice".start_room(q, v_now) r;
-      END IF;
-    END IF;
-    v_limit := least(v_limit, greatest(coalesce(v_room, v_limit), 0));
+    v_part := "sluice".claim_start_room(q, p_worker_id, p_now, v_limit, v_free, v_key_rated, v_reported);
+    v_limit := v_part.lim;
+    v_units := v_part.units;
+    v_now := v_part.counted_at;
+    v_grant_at := v_part.grant_at;
+    v_start_at := v_part.start_at;
+    v_room_now := v_part.room_now;
     v_want := least(v_want, v_limit);
     IF v_limit <= 0 OR v_units <= 0 THEN
       PERFORM "sluice".free_slots(p_queue, v_reuse);
@@ -493,32 +565,11 @@ BEGIN
   END IF;
 
   IF q.concurrency IS NOT NULL THEN
-    IF EXISTS (SELECT 1 FROM "sluice".slot WHERE queue = p_queue AND n > q.concurrency AND job_id IS NOT NULL) THEN
-      -- Held slots above the cap: serialize and count, until they are gone. Jobs waiting
-      -- with slot 0 hold none.
-      PERFORM pg_advisory_xact_lock(hashtext('sluice.claim'), hashtext(p_queue));
-      DELETE FROM "sluice".slot WHERE queue = p_queue AND n > q.concurrency AND job_id IS NULL;
-      SELECT count(*) INTO v_active FROM "sluice".job
-      WHERE queue = p_queue AND state = 'active' AND slot IS DISTINCT FROM 0;
-      -- Slots in hand count as room only up to what the cap has left (the rest are freed
-      -- below, with those beyond the free local slots).
-      v_want := least(v_want, q.concurrency - v_active);
-      -- No jobs ahead: they would keep the slots above the cap in use.
-      v_limit := least(v_limit, greatest(v_want, 0));
-    END IF;
-    -- The slots in hand first; more are taken only for what they do not cover. Slots
-    -- only for the free local slots: jobs ahead wait with slot 0.
-    IF cardinality(v_reuse) > greatest(v_want, 0) THEN
-      PERFORM "sluice".free_slots(p_queue, v_reuse[greatest(v_want, 0) + 1:]);
-      v_reuse := v_reuse[1:greatest(v_want, 0)];
-    END IF;
-    v_slots := v_reuse || CASE WHEN v_want > cardinality(v_reuse) THEN "sluice".take_slots(p_queue, q.concurrency, v_want - cardinality(v_reuse)) ELSE '{}' END;
-    IF cardinality(v_slots) < p_limit THEN
-      -- The cap is full: no jobs ahead of what can start.
-      v_limit := cardinality(v_slots);
-    END IF;
+    v_part := "sluice".claim_slots(q, v_reuse, v_want, v_limit, v_free);
+    v_slots := v_part.slots;
+    v_reuse := v_part.reuse;
+    v_limit := v_part.lim;
     IF v_limit <= 0 THEN
-      PERFORM "sluice".free_slots(p_queue, v_reuse);
       RETURN;
     END IF;
   END IF;
@@ -531,7 +582,9 @@ BEGIN
       LIMIT v_limit
       FOR UPDATE SKIP LOCKED);
   ELSE
-    v_ids := "sluice".pick_per_key(q, v_limit, v_now);
+    SELECT p.ids, p.ahead_ids, p.ahead_at INTO v_ids, v_key_ahead_ids, v_key_ahead_at
+    FROM "sluice".pick_per_key(q, v_limit, v_now, v_reported AND p_now IS NULL AND q.key_rate_count IS NOT NULL
+                                                 AND q.key_budget_units IS NULL) p;
   END IF;
   IF v_units IS NOT NULL AND cardinality(v_ids) > 0 THEN
     -- The budget, in claim order: the jobs whose running total of cost fits.
@@ -560,15 +613,21 @@ BEGIN
   END IF;
 
   -- Rows come back in claim order (priority, then age): a worker starts them in that order.
-  -- The first jobs in that order get the slots; the rest of a capped queue's wait with 0.
+  -- The first jobs in that order get the slots; the rest of a capped queue's wait as
+  -- `claimed`, with slot 0.
   RETURN QUERY
   WITH claimed AS (
     UPDATE "sluice".job j
-    SET state = 'active', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
+    SET state = CASE WHEN q.concurrency IS NOT NULL AND NOT j.id = ANY (v_ids[1:v_slotted]) THEN 'claimed'::"sluice".job_state
+                     ELSE 'active'::"sluice".job_state END,
+        attempts = j.attempts + 1, lease_token = gen_random_uuid(),
         lease_expires_at = v_now + q.lease_seconds * interval '1 second',
-        started_at = v_now, worker_id = p_worker_id,
+        started_at = greatest(coalesce(v_start_at[array_position(v_ids, j.id) - v_room_now], v_now),
+                              coalesce(v_key_ahead_at[array_position(v_key_ahead_ids, j.id)], v_now)),
+        worker_id = p_worker_id,
         slot = CASE WHEN q.concurrency IS NOT NULL THEN coalesce(v_slots[array_position(v_ids[1:v_slotted], j.id)], 0) END,
-        start_reserved = CASE WHEN v_rated AND NOT j.id = ANY (v_ids[1:v_started]) THEN true END
+        start_reserved = CASE WHEN v_rated AND NOT j.id = ANY (v_ids[1:v_started]) THEN true
+                              WHEN v_reported AND (v_rated OR v_key_rated) THEN true END
     -- The rows are locked by the pick: no state to recheck. (A state condition here would
     -- also let the planner read the whole ready index to find them.)
     WHERE j.id = ANY (v_ids)
@@ -580,13 +639,114 @@ BEGIN
     -- The grant counts its starts (rate.sql): nothing recorded one by one.
     UPDATE "sluice".rate_grant g SET used = g.used + cardinality(v_ids)
     WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.granted_at = v_grant_at;
-  ELSIF (v_rated OR v_key_rated) AND cardinality(v_ids) > 0 THEN
+  ELSIF (v_rated OR v_key_rated) AND cardinality(v_ids) > 0 AND NOT v_reported THEN
     -- The jobs that may start now; those waiting with slot 0 hold a reservation instead,
-    -- recorded when they get a slot or leave (rate.sql).
+    -- recorded when they get a slot or leave (rate.sql). A worker that reports when its
+    -- handlers begin has every start reserved until it does (report_starts, rate.sql).
     INSERT INTO "sluice".job_start (queue, started_at, units, job_id, key)
     SELECT p_queue, v_now, j.cost, j.id, CASE WHEN v_key_rated THEN j.key END FROM "sluice".job j
     WHERE j.id = ANY (v_ids[1:v_started]);
   END IF;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.claim_slots(q sluice.queue, p_in_hand integer[], p_want integer, p_limit integer, p_free integer, OUT slots integer[], OUT reuse integer[], OUT lim integer)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_want integer := p_want;
+  v_active integer;
+BEGIN
+  reuse := p_in_hand;
+  lim := p_limit;
+  IF EXISTS (SELECT 1 FROM "sluice".slot WHERE queue = q.name AND n > q.concurrency AND job_id IS NOT NULL) THEN
+    PERFORM pg_advisory_xact_lock(hashtext('sluice.claim'), hashtext(q.name));
+    DELETE FROM "sluice".slot WHERE queue = q.name AND n > q.concurrency AND job_id IS NULL;
+    SELECT count(*) INTO v_active FROM "sluice".job
+    WHERE queue = q.name AND state = 'active';
+    -- Slots in hand count as room only up to what the cap has left (the rest are freed
+    -- below, with those beyond the free local slots).
+    v_want := least(v_want, q.concurrency - v_active);
+    -- No jobs ahead: they would keep the slots above the cap in use.
+    lim := least(lim, greatest(v_want, 0));
+  END IF;
+  IF cardinality(reuse) > greatest(v_want, 0) THEN
+    PERFORM "sluice".free_slots(q.name, reuse[greatest(v_want, 0) + 1:]);
+    reuse := reuse[1:greatest(v_want, 0)];
+  END IF;
+  slots := reuse || CASE WHEN v_want > cardinality(reuse) THEN "sluice".take_slots(q.name, q.concurrency, v_want - cardinality(reuse)) ELSE '{}' END;
+  IF cardinality(slots) < p_free THEN
+    -- The cap is full: no jobs ahead of what can start.
+    lim := cardinality(slots);
+  END IF;
+  IF lim <= 0 THEN
+    PERFORM "sluice".free_slots(q.name, reuse);
+  END IF;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.claim_start_room(q sluice.queue, p_worker_id text, p_now timestamp with time zone, p_limit integer, p_free integer, p_key_rated boolean, p_reported boolean, OUT lim integer, OUT units bigint, OUT counted_at timestamp with time zone, OUT grant_at timestamp with time zone, OUT start_at timestamp with time zone[], OUT room_now integer)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_grantable boolean := q.budget_units IS NULL AND NOT p_key_rated AND p_worker_id IS NOT NULL;
+  v_room integer;
+BEGIN
+  lim := p_limit;
+  start_at := '{}';
+  room_now := 0;
+  IF v_grantable AND EXISTS (
+       SELECT 1 FROM "sluice".rate_grant g
+       WHERE g.queue = q.name AND g.worker_id = p_worker_id AND g.jobs - g.used >= p_limit
+         AND g.rate_count = q.rate_count AND g.rate_period_ms = q.rate_period_ms
+         AND g.until > coalesce(p_now, clock_timestamp()) + interval '50 milliseconds') THEN
+    -- Looked at without a lock, so that a claim holding the shared lock never asks for
+    -- the exclusive one (two such claims would deadlock); checked again under it.
+    PERFORM pg_advisory_xact_lock_shared(hashtext('sluice.rate'), hashtext(q.name));
+    counted_at := coalesce(p_now, clock_timestamp());
+    SELECT g.granted_at, g.jobs - g.used INTO grant_at, v_room FROM "sluice".rate_grant g
+    WHERE g.queue = q.name AND g.worker_id = p_worker_id AND g.granted_at <= counted_at AND g.until > counted_at
+      AND g.rate_count = q.rate_count AND g.rate_period_ms = q.rate_period_ms
+    ORDER BY g.granted_at DESC LIMIT 1
+    FOR UPDATE;
+    -- A grant that ran out in between (a long wait for the lock): what is left of it.
+    v_room := coalesce(v_room, 0);
+  ELSE
+    PERFORM pg_advisory_xact_lock(hashtext('sluice.rate'), hashtext(q.name));
+    counted_at := coalesce(p_now, clock_timestamp());
+    IF v_grantable THEN
+      grant_at := "sluice".grant_starts(q, p_worker_id, counted_at, p_limit);
+    END IF;
+    IF grant_at IS NOT NULL THEN
+      v_room := p_limit;
+    ELSE
+      IF q.concurrency IS NULL THEN
+        lim := least(lim, p_free);
+      END IF;
+      SELECT r.jobs, r.units INTO v_room, units FROM "sluice".start_room(q, counted_at) r;
+      IF p_reported AND p_now IS NULL AND q.rate_count IS NOT NULL THEN
+        start_at := "sluice".starts_ahead(q, counted_at, v_room, lim);
+        room_now := greatest(v_room, 0);
+        v_room := room_now + cardinality(start_at);
+      END IF;
+    END IF;
+  END IF;
+  lim := least(lim, greatest(coalesce(v_room, lim), 0));
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.commit_as(p_queues text[], p_own boolean)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ STRICT
+AS $function$
+BEGIN
+  IF p_own AND cardinality(p_queues) > 0 AND NOT EXISTS (
+       SELECT 1 FROM unnest(p_queues) u(name)
+       WHERE NOT EXISTS (SELECT 1 FROM "sluice".queue q WHERE q.name = u.name AND q.durability = 'async')) THEN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    RETURN true;
+  END IF;
+  RETURN false;
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.complete_and_claim(p_ids bigint[], p_tokens uuid[], p_results jsonb[], p_now timestamp with time zone, p_notify boolean, p_queue text, p_limit integer, p_worker_id text, p_ahead integer, p_move_ids bigint[], p_move_tokens uuid[])
@@ -641,7 +801,7 @@ BEGIN
                                      AND j.started_at < v_grant_until THEN NULL ELSE j.start_reserved END
       FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
       JOIN "sluice".job o ON o.id = c.id
-      WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
+      WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text IN ('active', 'claimed')
       RETURNING j.id, j.queue, o.slot, j.has_children
     ), freed AS (
       UPDATE "sluice".slot s SET job_id = NULL
@@ -662,7 +822,7 @@ BEGIN
           start_reserved = CASE WHEN j.worker_id = p_worker_id AND j.started_at >= v_grant_from
                                      AND j.started_at < v_grant_until THEN NULL ELSE j.start_reserved END
       FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
-      WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
+      WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text IN ('active', 'claimed')
       RETURNING j.id, j.queue, j.has_children
     )
     SELECT coalesce(array_agg(done.id), '{}'), coalesce(array_agg(done.queue), '{}'),
@@ -673,6 +833,8 @@ BEGIN
   IF cardinality(v_done) > 0 THEN
     PERFORM "sluice".job_ends(v_done, v_done_queues, array_fill('completed'::text, ARRAY[cardinality(v_done)]), v_parents, v_now, p_notify);
   END IF;
+  -- The worker sends this statement on its own (durability.sql).
+  PERFORM "sluice".commit_as(array_append(v_done_queues, p_queue), true);
 
   IF cardinality(p_move_ids) > 0 THEN
     SELECT t.moved, t.left_over INTO v_moved, v_in_hand
@@ -690,7 +852,9 @@ BEGIN
   FROM (SELECT c.id::text AS id, c.queue, c.state, c.data, c.key, c.singleton_key, c.priority, c.run_at,
                c.attempts, c.max_attempts, c.lease_token, c.lease_expires_at, c.worker_id, c.result, c.errors,
                c.created_at, c.started_at, c.finished_at, c.slot, c.cost, c.timeout_ms, c.cancel_requested_at,
-               c.waiting_parents, c.on_parent_failure, c.trace_context
+               c.waiting_parents, c.on_parent_failure, c.trace_context, c.start_reserved,
+               -- A start admitted ahead begins no sooner (queries/worker.sql, JobClaim).
+               CASE WHEN p_now IS NULL THEN (extract(epoch FROM c.started_at - clock_timestamp()) * 1000)::float8 ELSE 0 END AS start_in_ms
         FROM "sluice".claim(p_queue, p_limit, p_worker_id, p_now, p_ahead, v_in_hand) c) r;
   GET DIAGNOSTICS v_claimed = ROW_COUNT;
   IF v_claimed = 0 THEN
@@ -711,7 +875,10 @@ CREATE OR REPLACE FUNCTION sluice.complete_and_move(p_ids bigint[], p_tokens uui
  LANGUAGE sql
 AS $function$
   SELECT c.completed, c.moved
-  FROM "sluice".complete_and_claim(p_ids, p_tokens, p_results, p_now, p_notify, p_queue, 0, NULL, 0, p_move_ids, p_move_tokens) c
+  FROM "sluice".complete_and_claim(
+    p_ids => p_ids, p_tokens => p_tokens, p_results => p_results, p_now => p_now, p_notify => p_notify,
+    p_queue => p_queue, p_limit => 0, p_worker_id => NULL, p_ahead => 0,
+    p_move_ids => p_move_ids, p_move_tokens => p_move_tokens) c
   LIMIT 1
 $function$
 ;
@@ -731,7 +898,7 @@ BEGIN
     UPDATE "sluice".job j
     SET state = 'completed', finished_at = v_now, result = c.result, lease_token = NULL, lease_expires_at = NULL
     FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
-    WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
+    WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text IN ('active', 'claimed')
     RETURNING j.id, j.queue, j.has_children
   ), woken AS (
     SELECT pg_notify('sluice:sluice', q.name) FROM "sluice".queue q
@@ -746,8 +913,27 @@ BEGIN
   FROM (SELECT count(*) FROM woken) w LEFT JOIN done d ON true;
   IF cardinality(v_done) > 0 THEN
     PERFORM "sluice".job_ends(v_done, v_queues, array_fill('completed'::text, ARRAY[cardinality(v_done)]), v_parents, v_now, p_notify);
+    -- The library sends this statement on its own (durability.sql).
+    PERFORM "sluice".commit_as(v_queues, true);
   END IF;
   RETURN QUERY SELECT * FROM unnest(v_done, v_queues);
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.count_bound()
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$SELECT 100000$function$
+;
+CREATE OR REPLACE FUNCTION sluice.estimated_rows(p_where text)
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_plan json;
+BEGIN
+  EXECUTE 'EXPLAIN (FORMAT JSON) SELECT 1 FROM "sluice".job WHERE ' || p_where INTO v_plan;
+  RETURN round((v_plan -> 0 -> 'Plan' ->> 'Plan Rows')::double precision)::bigint;
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.free_slots(p_queue text, p_slots integer[])
@@ -793,6 +979,15 @@ BEGIN
   RETURN NULL;
 END $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.job_delete_log()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  DELETE FROM "sluice".job_log WHERE job_id = OLD.id;
+  RETURN NULL;
+END $function$
+;
 CREATE OR REPLACE FUNCTION sluice.job_ends(p_ids bigint[], p_queues text[], p_events text[], p_parents bigint[], p_now timestamp with time zone, p_notify boolean)
  RETURNS void
  LANGUAGE plpgsql
@@ -801,9 +996,71 @@ BEGIN
   IF p_notify AND cardinality(p_ids) > 0 AND EXISTS (SELECT 1 FROM "sluice".event_listener) THEN
     PERFORM "sluice".announce_ends(p_ids, p_queues, p_events, p_now);
   END IF;
+  -- One probe of an (almost always) tiny table per statement that ends jobs.
+  IF cardinality(p_ids) > 0 AND EXISTS (SELECT 1 FROM "sluice".subscription) THEN
+    PERFORM "sluice".outbox_ends(p_ids, p_queues, p_events, p_now, p_notify);
+  END IF;
   IF cardinality(p_parents) > 0 THEN
     PERFORM "sluice".release_children(p_parents, p_now, p_notify);
   END IF;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.job_log_append(p_id bigint, p_token uuid, p_lines text[], p_now timestamp with time zone, p_notify boolean)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  c_kept CONSTANT integer := 1000;
+  v_queue text;
+  v_attempt integer;
+  v_last integer;
+  v_first integer;
+BEGIN
+  -- The job's row lock orders concurrent writers: their lines get consecutive numbers.
+  UPDATE "sluice".job SET log_count = coalesce(log_count, 0) + cardinality(p_lines)
+  WHERE id = p_id AND lease_token = p_token AND state IN ('active', 'claimed')
+  RETURNING queue, attempts, log_count INTO v_queue, v_attempt, v_last;
+  IF v_queue IS NULL THEN
+    RETURN NULL;
+  END IF;
+  v_first := v_last - cardinality(p_lines) + 1;
+  -- Lines of this call already beyond the bound are not written at all.
+  INSERT INTO "sluice".job_log (job_id, seq, attempt, at, line)
+  SELECT p_id, v_first + l.i - 1, v_attempt, coalesce(p_now, clock_timestamp()), l.line
+  FROM unnest(p_lines) WITH ORDINALITY AS l(line, i)
+  WHERE v_first + l.i - 1 > v_last - c_kept;
+  IF v_last > c_kept THEN
+    DELETE FROM "sluice".job_log WHERE job_id = p_id AND seq <= v_last - c_kept;
+  END IF;
+  IF p_notify AND EXISTS (SELECT 1 FROM "sluice".event_listener) THEN
+    PERFORM pg_notify('sluice-events:sluice',
+      json_build_object('e', 'log', 'q', v_queue, 'at', floor(extract(epoch FROM coalesce(p_now, now())) * 1000)::bigint,
+                        'ids', json_build_array(p_id::text), 'n', v_last)::text);
+  END IF;
+  RETURN v_last;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.job_progress(p_id bigint, p_token uuid, p_progress jsonb, p_now timestamp with time zone, p_notify boolean)
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_queue text;
+  v_payload text;
+BEGIN
+  UPDATE "sluice".job SET progress = p_progress
+  WHERE id = p_id AND lease_token = p_token AND state IN ('active', 'claimed')
+  RETURNING queue INTO v_queue;
+  IF v_queue IS NOT NULL AND p_notify AND EXISTS (SELECT 1 FROM "sluice".event_listener) THEN
+    v_payload := json_build_object('e', 'progress', 'q', v_queue, 'at', floor(extract(epoch FROM coalesce(p_now, now())) * 1000)::bigint,
+                                   'ids', json_build_array(p_id::text), 'p', p_progress)::text;
+    IF octet_length(v_payload) >= 8000 THEN
+      v_payload := json_build_object('e', 'progress', 'q', v_queue, 'at', floor(extract(epoch FROM coalesce(p_now, now())) * 1000)::bigint,
+                                     'ids', json_build_array(p_id::text))::text;
+    END IF;
+    PERFORM pg_notify('sluice-events:sluice', v_payload);
+  END IF;
+  RETURN v_queue;
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.job_record_reserved_start()
@@ -814,7 +1071,10 @@ BEGIN
   IF NOT EXISTS (SELECT 1 FROM "sluice".rate_grant g
                      WHERE g.queue = NEW.queue AND g.worker_id = NEW.worker_id
                        AND g.granted_at <= NEW.started_at AND NEW.started_at < g.until AND now() <= g.until) THEN
-    INSERT INTO "sluice".job_start (queue, started_at, units, job_id) VALUES (NEW.queue, now(), NEW.cost, NEW.id);
+    INSERT INTO "sluice".job_start (queue, started_at, units, job_id, key)
+    SELECT NEW.queue, now(), NEW.cost, NEW.id,
+           CASE WHEN q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL THEN NEW.key END
+    FROM "sluice".queue q WHERE q.name = NEW.queue;
   END IF;
   RETURN NEW;
 END $function$
@@ -850,6 +1110,37 @@ BEGIN
   END LOOP;
 END $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.key_reserved_starts(q sluice.queue, p_key text, OUT jobs integer, OUT units bigint)
+ RETURNS record
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+BEGIN
+  SELECT count(*)::integer, coalesce(sum(j.cost), 0)::bigint INTO jobs, units FROM "sluice".job j
+  WHERE j.queue = q.name AND j.state IN ('active', 'claimed') AND j.key = p_key AND j.start_reserved;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.key_start_ahead(q sluice.queue, p_key text, p_now timestamp with time zone)
+ RETURNS timestamp with time zone
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+DECLARE
+  v_room integer;
+  v_at timestamptz;
+BEGIN
+  SELECT r.jobs INTO v_room FROM "sluice".key_start_room(q, p_key, p_now) r;
+  IF v_room IS NULL OR v_room > 0 THEN
+    RETURN NULL;
+  END IF;
+  SELECT s.started_at + q.key_rate_period_ms * interval '1 millisecond' + interval '1 microsecond' INTO v_at
+  FROM "sluice".job_start s
+  WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_rate_period_ms * interval '1 millisecond'
+  ORDER BY s.started_at
+  OFFSET -v_room LIMIT 1;
+  RETURN CASE WHEN v_at <= p_now + "sluice".start_ahead_ms() * interval '1 millisecond' THEN v_at END;
+END $function$
+;
 CREATE OR REPLACE FUNCTION sluice.key_start_at(q sluice.queue, p_key text, p_cost integer, p_now timestamp with time zone)
  RETURNS timestamp with time zone
  LANGUAGE plpgsql
@@ -858,21 +1149,29 @@ AS $function$
 DECLARE
   v_rate_at timestamptz;
   v_budget_at timestamptz;
+  v_reserved integer;
+  v_reserved_units bigint;
 BEGIN
-  IF q.key_rate_count IS NOT NULL THEN
+  -- Reserved starts (not reported yet) count as starts now: the earliest they can be.
+  SELECT r.jobs, r.units INTO v_reserved, v_reserved_units FROM "sluice".key_reserved_starts(q, p_key) r;
+  IF q.key_rate_count IS NOT NULL AND v_reserved >= q.key_rate_count THEN
+    v_rate_at := p_now + q.key_rate_period_ms * interval '1 millisecond';
+  ELSIF q.key_rate_count IS NOT NULL THEN
     SELECT s.started_at + q.key_rate_period_ms * interval '1 millisecond' INTO v_rate_at
     FROM "sluice".job_start s
     WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_rate_period_ms * interval '1 millisecond'
-    ORDER BY s.started_at DESC OFFSET q.key_rate_count - 1 LIMIT 1;
+    ORDER BY s.started_at DESC OFFSET q.key_rate_count - 1 - v_reserved LIMIT 1;
   END IF;
-  IF q.key_budget_units IS NOT NULL THEN
+  IF q.key_budget_units IS NOT NULL AND v_reserved_units + p_cost > q.key_budget_units THEN
+    v_budget_at := p_now + q.key_budget_period_ms * interval '1 millisecond';
+  ELSIF q.key_budget_units IS NOT NULL THEN
     SELECT x.started_at + q.key_budget_period_ms * interval '1 millisecond' INTO v_budget_at
     FROM (
       SELECT s.started_at, sum(s.units) OVER (ORDER BY s.started_at DESC, s.job_id DESC) AS newer
       FROM "sluice".job_start s
       WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_budget_period_ms * interval '1 millisecond'
     ) x
-    WHERE x.newer + p_cost > q.key_budget_units
+    WHERE x.newer + v_reserved_units + p_cost > q.key_budget_units
     ORDER BY x.started_at DESC LIMIT 1;
   END IF;
   RETURN greatest(v_rate_at, v_budget_at);
@@ -883,15 +1182,36 @@ CREATE OR REPLACE FUNCTION sluice.key_start_room(q sluice.queue, p_key text, p_n
  LANGUAGE plpgsql
  STABLE
 AS $function$
+DECLARE
+  v_reserved integer;
+  v_reserved_units bigint;
 BEGIN
+  IF q.key_rate_count IS NULL AND q.key_budget_units IS NULL THEN
+    RETURN;
+  END IF;
+  -- The key's reserved starts first (read before the recorded ones, as in start_room).
+  SELECT r.jobs, r.units INTO v_reserved, v_reserved_units FROM "sluice".key_reserved_starts(q, p_key) r;
   IF q.key_rate_count IS NOT NULL THEN
-    SELECT q.key_rate_count - count(*) INTO jobs FROM "sluice".job_start s
+    SELECT q.key_rate_count - v_reserved - count(*) INTO jobs FROM "sluice".job_start s
     WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_rate_period_ms * interval '1 millisecond';
   END IF;
   IF q.key_budget_units IS NOT NULL THEN
-    SELECT q.key_budget_units - coalesce(sum(s.units), 0) INTO units FROM "sluice".job_start s
+    SELECT q.key_budget_units - v_reserved_units - coalesce(sum(s.units), 0) INTO units FROM "sluice".job_start s
     WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_budget_period_ms * interval '1 millisecond';
   END IF;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.lock_singletons(p_queue text, p_keys text[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_bucket integer;
+BEGIN
+  -- In one order, so that two batches cannot each hold a bucket the other waits for.
+  FOR v_bucket IN SELECT DISTINCT hashtext(p_queue || '/' || (hashtext(k) & 255)) FROM unnest(p_keys) k ORDER BY 1 LOOP
+    PERFORM pg_advisory_xact_lock(hashtext('sluice.singleton'), v_bucket);
+  END LOOP;
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.lone_claim(p_queue text, p_limit integer, p_worker_id text, p_now timestamp with time zone, p_ahead integer)
@@ -905,6 +1225,9 @@ BEGIN
          AND rate_count IS NULL AND budget_units IS NULL
          AND key_rate_count IS NULL AND key_budget_units IS NULL) THEN
     PERFORM set_config('synchronous_commit', 'off', true);
+  ELSE
+    -- A queue that chose durability 'async' accepts what an undone claim costs (durability.sql).
+    PERFORM "sluice".commit_as(ARRAY[p_queue], true);
   END IF;
   RETURN QUERY SELECT * FROM "sluice".claim(p_queue, p_limit, p_worker_id, p_now, p_ahead);
 END $function$
@@ -929,8 +1252,10 @@ DECLARE
   v_at timestamptz;
   v_reserved integer;
   v_reserved_units bigint;
+  v_key_ahead boolean;
 BEGIN
   SELECT * INTO q FROM "sluice".queue WHERE name = p_queue;
+  v_key_ahead := "sluice".starts_reported() AND p_now IS NULL AND q.key_rate_count IS NOT NULL AND q.key_budget_units IS NULL;
   IF q.name IS NULL OR (q.rate_count IS NULL AND q.budget_units IS NULL
                         AND q.key_rate_count IS NULL AND q.key_budget_units IS NULL) THEN
     RETURN NULL;
@@ -991,9 +1316,13 @@ BEGIN
       CONTINUE WHEN v_run_at > v_now AND NOT "sluice".key_has_ready_job(p_queue, v_key, v_priority, v_now);
       CONTINUE WHEN q.per_key_concurrency IS NOT NULL AND (
         SELECT count(*) FROM "sluice".job a
-        WHERE a.queue = p_queue AND a.state = 'active' AND a.key = v_key) >= q.per_key_concurrency;
+        WHERE a.queue = p_queue AND a.state IN ('active', 'claimed') AND a.key = v_key) >= q.per_key_concurrency;
       -- A key whose first job is not due: its due one's cost is not read (1 is the earliest).
       v_at := coalesce("sluice".key_start_at(q, v_key, CASE WHEN v_run_at <= v_now THEN v_cost ELSE 1 END, v_now), v_now);
+      IF v_key_ahead AND v_run_at <= v_now THEN
+        -- A reporting worker's claim admits the key's next start a horizon early.
+        v_at := greatest(v_at - "sluice".start_ahead_ms() * interval '1 millisecond', v_now);
+      END IF;
       v_key_at := least(v_key_at, v_at);
       IF v_key_at <= v_now THEN
         v_key_at := NULL; -- a key may start now
@@ -1001,11 +1330,102 @@ BEGIN
       END IF;
     END LOOP;
   END IF;
+  -- A reporting worker claims a horizon early on a rate alone: its claim admits starts
+  -- ahead (starts_ahead), each at the moment its room frees.
+  IF "sluice".starts_reported() AND p_now IS NULL AND v_rate_at IS NOT NULL
+     AND v_rate_at >= coalesce(greatest(v_budget_at, v_key_at), v_rate_at) THEN
+    v_rate_at := greatest(v_rate_at - "sluice".start_ahead_ms() * interval '1 millisecond',
+                          coalesce(greatest(v_budget_at, v_key_at), v_now));
+  END IF;
   RETURN greatest(0, ceil(extract(epoch FROM greatest(v_rate_at, v_budget_at, v_key_at) - v_now) * 1000) + 1)::integer;
 END $function$
 ;
-CREATE OR REPLACE FUNCTION sluice.pick_per_key(q sluice.queue, p_limit integer, p_now timestamp with time zone)
- RETURNS bigint[]
+CREATE OR REPLACE FUNCTION sluice.outbox_ends(p_ids bigint[], p_queues text[], p_events text[], p_now timestamp with time zone, p_notify boolean)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_now timestamptz := coalesce(p_now, now());
+  v_at text := to_char(coalesce(p_now, now()) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"');
+  v_woken text[];
+BEGIN
+  WITH written AS (
+    INSERT INTO "sluice".job (queue, data, key, max_attempts, run_at, created_at)
+    SELECT s.queue,
+           jsonb_build_object('subscription', s.name,
+                              'event', jsonb_build_object('type', e.event, 'jobId', e.id::text, 'queue', e.queue, 'at', v_at)),
+           s.name, q.max_attempts, v_now, v_now
+    FROM unnest(p_ids, p_queues, p_events) WITH ORDINALITY AS e(id, queue, event, ord)
+    JOIN "sluice".subscription s ON e.event = ANY (s.events) AND (s.queues IS NULL OR e.queue = ANY (s.queues))
+    JOIN "sluice".queue q ON q.name = s.queue
+    WHERE NOT EXISTS (SELECT 1 FROM "sluice".subscription d WHERE d.queue = e.queue)
+    ORDER BY e.ord, s.queue, s.name
+    RETURNING queue
+  )
+  SELECT array_agg(DISTINCT w.queue) INTO v_woken FROM written w;
+  IF p_notify AND v_woken IS NOT NULL THEN
+    PERFORM pg_notify('sluice:sluice', w) FROM unnest(v_woken) AS w;
+  END IF;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.pending_counts(p_queue text, p_now timestamp with time zone, p_bound integer, OUT ready bigint, OUT scheduled bigint, OUT oldest_ready_at timestamp with time zone, OUT ready_estimated boolean, OUT scheduled_estimated boolean)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_first record;
+  v_pending bigint;
+  v_split double precision;
+BEGIN
+  ready := 0;
+  scheduled := 0;
+  FOR v_first IN
+    WITH RECURSIVE first_of AS (
+      (SELECT j.priority, j.run_at FROM "sluice".job j
+       WHERE j.queue = p_queue AND j.state = 'pending' ORDER BY j.priority DESC, j.run_at LIMIT 1)
+      UNION ALL
+      SELECT n.priority, n.run_at FROM first_of f CROSS JOIN LATERAL (
+        SELECT j.priority, j.run_at FROM "sluice".job j
+        WHERE j.queue = p_queue AND j.state = 'pending' AND j.priority < f.priority
+        ORDER BY j.priority DESC, j.run_at LIMIT 1) n
+    )
+    SELECT f.priority, f.run_at FROM first_of f
+  LOOP
+    IF v_first.run_at <= p_now THEN
+      oldest_ready_at := least(oldest_ready_at, v_first.run_at);
+      IF ready <= p_bound THEN
+        ready := ready + (SELECT count(*) FROM (
+          SELECT 1 FROM "sluice".job j
+          WHERE j.queue = p_queue AND j.state = 'pending' AND j.priority = v_first.priority AND j.run_at <= p_now
+          LIMIT p_bound + 1 - ready) x);
+      END IF;
+    END IF;
+    IF scheduled <= p_bound THEN
+      scheduled := scheduled + (SELECT count(*) FROM (
+        SELECT 1 FROM "sluice".job j
+        WHERE j.queue = p_queue AND j.state = 'pending' AND j.priority = v_first.priority AND j.run_at > p_now
+        LIMIT p_bound + 1 - scheduled) x);
+    END IF;
+  END LOOP;
+  ready_estimated := ready > p_bound;
+  scheduled_estimated := scheduled > p_bound;
+  IF ready_estimated OR scheduled_estimated THEN
+    v_pending := "sluice".estimated_rows(format('queue = %L AND state = ''pending''', p_queue));
+    IF NOT scheduled_estimated THEN
+      ready := greatest(ready, v_pending - scheduled);
+    ELSIF NOT ready_estimated THEN
+      scheduled := greatest(scheduled, v_pending - ready);
+    ELSE
+      v_split := "sluice".estimated_rows(format('queue = %L AND state = ''pending'' AND run_at <= %L', p_queue, p_now))::double precision
+        / greatest(v_pending, 1);
+      ready := greatest(ready, round(v_pending * least(v_split, 1))::bigint);
+      scheduled := greatest(scheduled, v_pending - ready);
+    END IF;
+  END IF;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.pick_per_key(q sluice.queue, p_limit integer, p_now timestamp with time zone, p_ahead boolean, OUT ids bigint[], OUT ahead_ids bigint[], OUT ahead_at timestamp with time zone[])
+ RETURNS record
  LANGUAGE plpgsql
 AS $function$
 DECLARE
@@ -1028,6 +1448,8 @@ DECLARE
   v_last text;
   v_want integer;
 BEGIN
+  ahead_ids := '{}';
+  ahead_at := '{}';
   SELECT c.key INTO v_cursor FROM "sluice".key_cursor c WHERE c.queue = q.name;
 
   -- Round 1. Pass 1: keys after the cursor; pass 2: the keyless turn; pass 3: keys up to it.
@@ -1071,25 +1493,32 @@ BEGIN
                    WHEN w.run_at > p_now AND NOT "sluice".key_has_ready_job(q.name, w.key, w.priority, p_now) THEN false
                    -- Full as of this statement's snapshot: passed over without its lock.
                    WHEN q.per_key_concurrency IS NOT NULL AND (SELECT count(*) FROM "sluice".job a
-                         WHERE a.queue = q.name AND a.state = 'active' AND a.key = w.key) >= q.per_key_concurrency THEN false
-                   WHEN v_key_rated AND (SELECT r.jobs <= 0 OR r.units <= 0 FROM "sluice".key_start_room(q, w.key, p_now) r) THEN false
+                         WHERE a.queue = q.name AND a.state IN ('active', 'claimed') AND a.key = w.key) >= q.per_key_concurrency THEN false
+                   WHEN v_key_rated AND (SELECT r.jobs <= 0 OR r.units <= 0 FROM "sluice".key_start_room(q, w.key, p_now) r)
+                        AND NOT (p_ahead AND "sluice".key_start_ahead(q, w.key, p_now) IS NOT NULL) THEN false
                    ELSE pg_try_advisory_xact_lock(hashtext('sluice.claim_key'), hashtext(q.name || '/' || w.key)) END
         LIMIT v_want);
       EXIT WHEN cardinality(v_batch) = 0;
       -- A new statement, so a snapshot taken after the locks: each key's running count and
       -- starts in its windows, and the next job of each key with room, if it fits.
+      -- A key whose window is full may give one job admitted ahead (room 1, no more rounds).
       SELECT v_ids || coalesce(array_agg(c.id ORDER BY k.pos), '{}'),
              v_keys || coalesce(array_agg(k.key ORDER BY k.pos), '{}'),
              v_rooms || coalesce(array_agg(r.room ORDER BY k.pos), '{}'),
-             v_units || coalesce(array_agg(r.units - c.cost ORDER BY k.pos), '{}')
-      INTO v_ids, v_keys, v_rooms, v_units
+             v_units || coalesce(array_agg(r.units - c.cost ORDER BY k.pos), '{}'),
+             ahead_ids || coalesce(array_agg(c.id ORDER BY k.pos) FILTER (WHERE r.start_ahead IS NOT NULL), '{}'),
+             ahead_at || coalesce(array_agg(r.start_ahead ORDER BY k.pos) FILTER (WHERE r.start_ahead IS NOT NULL), '{}')
+      INTO v_ids, v_keys, v_rooms, v_units, ahead_ids, ahead_at
       FROM unnest(v_batch) WITH ORDINALITY AS k(key, pos)
       CROSS JOIN LATERAL (
-        SELECT coalesce(least(q.per_key_concurrency - n.running, s.jobs), p_limit) AS room, s.units
+        SELECT CASE WHEN a.at IS NOT NULL THEN least(q.per_key_concurrency - n.running, 1)
+                    ELSE coalesce(least(q.per_key_concurrency - n.running, s.jobs), p_limit) END AS room,
+               s.units, a.at AS start_ahead
         FROM (SELECT count(*)::integer AS running FROM "sluice".job a
               WHERE q.per_key_concurrency IS NOT NULL
-                AND a.queue = q.name AND a.state = 'active' AND a.key = k.key) n,
-             "sluice".key_start_room(q, k.key, p_now) s) r
+                AND a.queue = q.name AND a.state IN ('active', 'claimed') AND a.key = k.key) n,
+             "sluice".key_start_room(q, k.key, p_now) s,
+             LATERAL (SELECT CASE WHEN p_ahead AND s.jobs <= 0 THEN "sluice".key_start_ahead(q, k.key, p_now) END AS at) a) r
       CROSS JOIN LATERAL (SELECT j.id, j.cost FROM "sluice".job j
                           WHERE j.queue = q.name AND j.state = 'pending' AND j.key = k.key
                             AND j.run_at <= p_now AND r.room > 0
@@ -1162,7 +1591,7 @@ BEGIN
       INSERT INTO "sluice".key_cursor (queue, key) VALUES (q.name, v_last) ON CONFLICT DO NOTHING;
     END IF;
   END IF;
-  RETURN v_ids;
+  ids := v_ids;
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.queue_budget_added()
@@ -1175,7 +1604,7 @@ BEGIN
   PERFORM pg_advisory_xact_lock(hashtext('sluice.rate'), hashtext(NEW.name));
   INSERT INTO "sluice".job_start (queue, started_at, units, job_id)
   SELECT NEW.name, j.started_at, j.cost, j.id
-  FROM (SELECT * FROM "sluice".job a WHERE a.queue = NEW.name AND a.state = 'active'
+  FROM (SELECT * FROM "sluice".job a WHERE a.queue = NEW.name AND a.state IN ('active', 'claimed')
         UNION ALL
         SELECT * FROM "sluice".job f
         WHERE f.queue = NEW.name AND f.state IN ('completed', 'cancelled', 'dead') AND f.finished_at >= v_from) j
@@ -1186,6 +1615,61 @@ BEGIN
   UPDATE "sluice".rate_grant g SET jobs = g.used, until = least(g.until, now())
   WHERE g.queue = NEW.name AND g.until > now();
   RETURN NULL;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.queue_counts(p_queue text, p_now timestamp with time zone, p_finished boolean, OUT ready bigint, OUT scheduled bigint, OUT waiting bigint, OUT active bigint, OUT claimed_ahead bigint, OUT completed bigint, OUT cancelled bigint, OUT dead bigint, OUT oldest_ready_age_seconds double precision, OUT estimated text[])
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_now timestamptz := coalesce(p_now, now());
+  v_bound integer := "sluice".count_bound();
+  v_queue text := format('queue = %L', p_queue);
+  v_oldest timestamptz;
+  v_ready_estimated boolean;
+  v_scheduled_estimated boolean;
+  v_count record;
+BEGIN
+  estimated := '{}';
+  SELECT p.ready, p.scheduled, p.oldest_ready_at, p.ready_estimated, p.scheduled_estimated
+  INTO ready, scheduled, v_oldest, v_ready_estimated, v_scheduled_estimated
+  FROM "sluice".pending_counts(p_queue, v_now, v_bound) p;
+  oldest_ready_age_seconds := coalesce(extract(epoch FROM v_now - v_oldest), 0);
+  IF v_ready_estimated THEN
+    estimated := estimated || 'ready'::text;
+  END IF;
+  IF v_scheduled_estimated THEN
+    estimated := estimated || 'scheduled'::text;
+  END IF;
+
+  -- The others each lead with the queue in their partial index.
+  FOR v_count IN
+    SELECT c.name, b.n, b.estimated
+    FROM (VALUES
+      (1, 'waiting', format('%s AND waiting_parents IS NOT NULL AND state = ''waiting''', v_queue)),
+      (2, 'completed', CASE WHEN p_finished THEN format('%s AND state = ''completed''', v_queue) END),
+      (3, 'cancelled', CASE WHEN p_finished THEN format('%s AND state = ''cancelled''', v_queue) END),
+      (4, 'dead', format('%s AND state = ''dead''', v_queue))
+    ) AS c(ord, name, condition)
+    CROSS JOIN LATERAL "sluice".bounded_count(c.condition, v_bound) b
+    ORDER BY c.ord
+  LOOP
+    CASE v_count.name
+      WHEN 'waiting' THEN waiting := v_count.n;
+      WHEN 'completed' THEN completed := v_count.n;
+      WHEN 'cancelled' THEN cancelled := v_count.n;
+      ELSE dead := v_count.n;
+    END CASE;
+    IF v_count.estimated THEN
+      estimated := estimated || v_count.name;
+    END IF;
+  END LOOP;
+
+  -- Running and claimed ahead are held by workers: as many as they have slots. Jobs
+  -- claimed ahead on a capped queue wait for a slot (`claimed`, slots.sql): not active yet.
+  SELECT count(*) FILTER (WHERE j.state = 'active'), count(*) FILTER (WHERE j.state = 'claimed')
+  INTO active, claimed_ahead
+  FROM "sluice".job j WHERE j.queue = p_queue AND j.state IN ('active', 'claimed');
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.queue_slots()
@@ -1229,6 +1713,73 @@ BEGIN
   RAISE EXCEPTION USING ERRCODE = 'SL404', MESSAGE = format('queue "%s" does not exist', p_queue),
     DETAIL = json_build_object('queue', p_queue)::text;
 END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.raise_wait(q sluice.queue, p_key text, p_ahead bigint, p_wait_ms double precision)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  RAISE EXCEPTION USING ERRCODE = 'SL503',
+    MESSAGE = format('queue "%s" is full: a job%s sent now would wait about %s ms to start, over its limit of %s ms',
+                     q.name, CASE WHEN p_key IS NULL THEN '' ELSE format(' of key "%s"', p_key) END, round(p_wait_ms), q.max_wait_ms),
+    DETAIL = json_build_object('queue', q.name, 'key', p_key, 'ready', p_ahead, 'waitMs', round(p_wait_ms), 'maxWaitMs', q.max_wait_ms)::text,
+    HINT = greatest(1, ceil((p_wait_ms - q.max_wait_ms) / 1000))::text;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.rate_wait_ms(q sluice.queue, p_key text, p_k bigint, p_now timestamp with time zone)
+ RETURNS double precision
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+DECLARE
+  v_count integer := CASE WHEN p_key IS NULL THEN q.rate_count ELSE q.key_rate_count END;
+  v_period bigint := CASE WHEN p_key IS NULL THEN q.rate_period_ms ELSE q.key_rate_period_ms END;
+  v_free integer;
+  v_place integer;
+  v_place_ms double precision;
+BEGIN
+  IF v_count IS NULL OR p_k <= 0 THEN
+    RETURN 0;
+  END IF;
+  v_place := ((p_k - 1) % v_count)::integer;
+  IF p_key IS NULL THEN
+    SELECT r.jobs INTO v_free FROM "sluice".start_room(q, p_now) r;
+  ELSE
+    SELECT r.jobs INTO v_free FROM "sluice".key_start_room(q, p_key, p_now) r;
+  END IF;
+  -- Places free now come first; the others in the order their starts leave the window:
+  -- place v_place is the (count - 1 - v_place)-th taken one from the latest.
+  IF v_place >= greatest(v_free, 0) THEN
+    SELECT x.ms INTO v_place_ms FROM (
+      SELECT o.ms, sum(o.n) OVER (ORDER BY o.ms DESC ROWS UNBOUNDED PRECEDING) AS upto
+      FROM (
+        SELECT extract(epoch FROM s.started_at - p_now) * 1000 + v_period AS ms, 1::bigint AS n
+        FROM "sluice".job_start s
+        WHERE s.queue = q.name AND (p_key IS NULL OR s.key = p_key)
+          AND s.started_at >= p_now - v_period * interval '1 millisecond'
+        UNION ALL
+        SELECT v_period::double precision, r.jobs::bigint FROM "sluice".reserved_starts(q) r WHERE p_key IS NULL
+        UNION ALL
+        SELECT v_period::double precision, r.jobs::bigint FROM "sluice".key_reserved_starts(q, p_key) r WHERE p_key IS NOT NULL
+        UNION ALL
+        SELECT extract(epoch FROM g.until - p_now) * 1000 + v_period, g.jobs::bigint
+        FROM "sluice".rate_grant g
+        WHERE p_key IS NULL AND g.queue = q.name AND g.until >= p_now - v_period * interval '1 millisecond'
+      ) o
+      WHERE o.n > 0
+    ) x
+    WHERE x.upto > v_count - 1 - v_place
+    ORDER BY x.ms DESC LIMIT 1;
+  END IF;
+  RETURN greatest(coalesce(v_place_ms, 0), 0) + ((p_k - 1) / v_count) * v_period;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.ready_count(p_queue text, p_now timestamp with time zone)
+ RETURNS bigint
+ LANGUAGE sql
+AS $function$
+  SELECT p.ready FROM "sluice".pending_counts(p_queue, p_now, "sluice".count_bound()) p
+$function$
 ;
 CREATE OR REPLACE FUNCTION sluice.record_reserved_starts(p_queue text, p_ids bigint[], p_at timestamp with time zone)
  RETURNS void
@@ -1323,7 +1874,7 @@ BEGIN
       run_at = CASE WHEN cancel_requested_at IS NULL THEN v_now ELSE run_at END,
       finished_at = CASE WHEN cancel_requested_at IS NOT NULL THEN v_now END,
       lease_token = NULL, lease_expires_at = NULL
-  WHERE id = p_id AND lease_token = p_token AND state = 'active'
+  WHERE id = p_id AND lease_token = p_token AND state IN ('active', 'claimed')
   RETURNING * INTO v_job;
   IF NOT FOUND THEN
     RETURN;
@@ -1335,6 +1886,58 @@ BEGIN
   RETURN NEXT v_job.id;
 END $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.report_cost(p_id bigint, p_token uuid, p_units integer)
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_queue text;
+  v_started timestamptz;
+BEGIN
+  UPDATE "sluice".job SET cost = p_units
+  WHERE id = p_id AND lease_token = p_token AND state IN ('active', 'claimed')
+  RETURNING queue, started_at INTO v_queue, v_started;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  -- A job claimed ahead is recorded when it got its slot: at or after its claim.
+  UPDATE "sluice".job_start s SET units = p_units
+  WHERE s.queue = v_queue AND s.started_at >= v_started AND s.job_id = p_id;
+  RETURN p_id;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.report_starts(p_ids bigint[], p_tokens uuid[], p_ages_ms integer[], p_now timestamp with time zone, p_in_claim boolean)
+ RETURNS timestamp with time zone
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_at timestamptz := coalesce(p_now, statement_timestamp());
+BEGIN
+  IF p_ids IS NULL THEN
+    RETURN p_now;
+  END IF;
+  PERFORM set_config('sluice.starts_reported', 'on', true);
+  IF cardinality(p_ids) > 0 THEN
+    -- state::text: see the note at the top of queries/worker.sql.
+    WITH reported AS (
+      UPDATE "sluice".job j SET start_reserved = NULL
+      FROM unnest(p_ids, p_tokens, p_ages_ms) AS a(id, token, age_ms)
+      WHERE j.id = a.id AND j.lease_token = a.token AND j.state::text IN ('active', 'claimed') AND j.start_reserved
+      RETURNING j.id, j.queue, j.key, j.cost, j.worker_id, j.started_at,
+                greatest(j.started_at, v_at - greatest(a.age_ms, 0) * interval '1 millisecond') AS began
+    )
+    INSERT INTO "sluice".job_start (queue, started_at, units, job_id, key)
+    SELECT r.queue, r.began, r.cost, r.id,
+           CASE WHEN q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL THEN r.key END
+    FROM reported r JOIN "sluice".queue q ON q.name = r.queue
+    WHERE NOT (p_in_claim AND EXISTS (
+      SELECT 1 FROM "sluice".rate_grant g
+      WHERE g.queue = r.queue AND g.worker_id = r.worker_id
+        AND g.granted_at <= r.started_at AND r.started_at < g.until AND r.began <= g.until));
+  END IF;
+  RETURN p_now;
+END $function$
+;
 CREATE OR REPLACE FUNCTION sluice.reserved_starts(q sluice.queue, OUT jobs integer, OUT units bigint)
  RETURNS record
  LANGUAGE plpgsql
@@ -1342,7 +1945,7 @@ CREATE OR REPLACE FUNCTION sluice.reserved_starts(q sluice.queue, OUT jobs integ
 AS $function$
 BEGIN
   SELECT count(*)::integer, coalesce(sum(j.cost), 0)::bigint INTO jobs, units FROM "sluice".job j
-  WHERE j.queue = q.name AND j.state = 'active' AND j.start_reserved;
+  WHERE j.queue = q.name AND j.state IN ('active', 'claimed') AND j.start_reserved;
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.retry_or_dead(p_ids bigint[], p_tokens uuid[], p_errors jsonb[], p_error jsonb, p_now timestamp with time zone, p_notify boolean, p_wake_all boolean, p_discard boolean[] DEFAULT NULL::boolean[], p_snooze_ms integer[] DEFAULT NULL::integer[])
@@ -1379,7 +1982,7 @@ BEGIN
                  END,
         lease_token = NULL, lease_expires_at = NULL
     FROM input c, "sluice".queue q
-    WHERE j.id = c.id AND (c.token IS NULL OR j.lease_token = c.token) AND j.state::text = 'active' AND q.name = j.queue
+    WHERE j.id = c.id AND (c.token IS NULL OR j.lease_token = c.token) AND j.state::text IN ('active', 'claimed') AND q.name = j.queue
     RETURNING j.*
   ), dead_lettered AS (
     INSERT INTO "sluice".job (queue, data, max_attempts, run_at, created_at, trace_context)
@@ -1417,6 +2020,11 @@ BEGIN
   IF cardinality(v_ids) > 0 OR cardinality(v_parents) > 0 THEN
     PERFORM "sluice".job_ends(v_ids, v_queues, v_events, v_parents, v_now, p_notify);
   END IF;
+  -- The library sends this statement on its own; a dead letter's queue counts too (durability.sql).
+  PERFORM "sluice".commit_as(ARRAY(
+    SELECT r.queue FROM unnest(v_rows) r
+    UNION SELECT q.dead_letter_queue FROM unnest(v_rows) r JOIN "sluice".queue q ON q.name = r.queue
+          WHERE r.state = 'dead' AND q.dead_letter_queue IS NOT NULL), true);
   RETURN QUERY SELECT * FROM unnest(v_rows);
 END $function$
 ;
@@ -1454,9 +2062,13 @@ BEGIN
   END IF;
 
   IF p_singleton_key IS NOT NULL THEN
-    SELECT j.id INTO id FROM "sluice".job j
-    WHERE j.queue = p_queue AND j.singleton_key = p_singleton_key AND j.state IN ('pending', 'active');
-    IF FOUND THEN
+    id := "sluice".singleton_holder(p_queue, p_singleton_key, v_now);
+    IF id IS NULL THEN
+      -- No holder yet: serialize with the other sends of the key, then look again.
+      PERFORM "sluice".lock_singletons(p_queue, ARRAY[p_singleton_key]);
+      id := "sluice".singleton_holder(p_queue, p_singleton_key, v_now);
+    END IF;
+    IF id IS NOT NULL THEN
       deduplicated := true;
       RETURN;
     END IF;
@@ -1467,6 +2079,9 @@ BEGIN
   END IF;
   IF q.max_wait_ms IS NOT NULL THEN
     PERFORM "sluice".admit_wait(q, 1, coalesce(p_cost, 1), p_now);
+    IF p_key IS NOT NULL AND (q.key_rate_count IS NOT NULL OR q.per_key_concurrency IS NOT NULL) THEN
+      PERFORM "sluice".admit_key_wait(q, p_key, 1, p_now);
+    END IF;
   END IF;
   IF q.max_per_key IS NOT NULL AND p_key IS NOT NULL THEN
     PERFORM "sluice".admit_key(q, p_key, 1);
@@ -1481,14 +2096,13 @@ BEGIN
       INSERT INTO "sluice".job (queue, data, key, singleton_key, priority, run_at, max_attempts, created_at, cost, timeout_ms, trace_context)
       VALUES (p_queue, p_data, p_key, p_singleton_key, coalesce(p_priority, 0), v_run_at,
               coalesce(p_max_attempts, q.max_attempts), v_now, coalesce(p_cost, 1), p_timeout_ms, p_trace_context)
-      ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active')
+      ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active', 'claimed')
       DO NOTHING
       RETURNING job.id INTO id;
       EXIT WHEN id IS NOT NULL;
       -- A concurrent send with the same singleton key won; return its job (or insert
       -- again if it finished in between).
-      SELECT j.id INTO id FROM "sluice".job j
-      WHERE j.queue = p_queue AND j.singleton_key = p_singleton_key AND j.state IN ('pending', 'active');
+      id := "sluice".singleton_holder(p_queue, p_singleton_key, v_now);
       IF id IS NOT NULL THEN
         deduplicated := true;
         RETURN;
@@ -1518,8 +2132,10 @@ DECLARE
 BEGIN
   -- Admission as for any send (send.sql), announced below once the state is known.
   SELECT s.id, s.deduplicated INTO id, deduplicated
-  FROM "sluice".send(p_queue, p_data, p_key, p_singleton_key, p_run_at, p_delay_ms, p_priority, p_max_attempts,
-                    p_now, false, p_cost, p_timeout_ms, p_trace_context) s;
+  FROM "sluice".send(p_queue => p_queue, p_data => p_data, p_key => p_key, p_singleton_key => p_singleton_key,
+                    p_run_at => p_run_at, p_delay_ms => p_delay_ms, p_priority => p_priority,
+                    p_max_attempts => p_max_attempts, p_now => p_now, p_notify => false, p_cost => p_cost,
+                    p_timeout_ms => p_timeout_ms, p_trace_context => p_trace_context) s;
   IF deduplicated THEN
     RETURN;
   END IF;
@@ -1527,7 +2143,7 @@ BEGIN
   -- Parents not ended yet: locked in id order (two sends sharing parents cannot deadlock)
   -- and flagged.
   v_open := ARRAY(SELECT j.id FROM "sluice".job j
-                  WHERE j.id = ANY (v_parents) AND j.state IN ('waiting', 'pending', 'active')
+                  WHERE j.id = ANY (v_parents) AND j.state IN ('waiting', 'pending', 'active', 'claimed')
                   ORDER BY j.id FOR UPDATE);
   UPDATE "sluice".job j SET has_children = true WHERE j.id = ANY (v_open) AND j.has_children IS NOT TRUE;
 
@@ -1567,6 +2183,88 @@ BEGIN
   END IF;
 END $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.send_debounced(p_debounce_key text, p_delay_ms double precision, p_max_delay_ms double precision, p_queue text, p_data jsonb, p_key text, p_priority integer, p_max_attempts integer, p_now timestamp with time zone, p_notify boolean, p_cost integer, p_timeout_ms integer, p_trace_context jsonb, OUT id bigint, OUT deduplicated boolean)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz;
+  v_run_at timestamptz;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('sluice.debounce'), hashtext(p_queue || '/' || p_debounce_key));
+  -- After the lock: a send that waited for it runs after the one before, on the clock too.
+  v_now := coalesce(p_now, clock_timestamp());
+  UPDATE "sluice".job j
+  SET data = p_data,
+      run_at = CASE WHEN p_max_delay_ms IS NULL THEN v_now + p_delay_ms * interval '1 millisecond'
+                    ELSE least(v_now + p_delay_ms * interval '1 millisecond', j.created_at + p_max_delay_ms * interval '1 millisecond') END
+  WHERE j.id = (SELECT d.id FROM "sluice".job d
+                WHERE d.queue = p_queue AND d.debounce_key = p_debounce_key AND d.state = 'pending' AND d.attempts = 0
+                ORDER BY d.id DESC LIMIT 1)
+    -- Checked again on the row a concurrent claim may have changed.
+    AND j.state = 'pending' AND j.attempts = 0
+  RETURNING j.id, j.run_at INTO id, v_run_at;
+  IF id IS NOT NULL THEN
+    deduplicated := true;
+    IF p_notify AND v_run_at <= v_now THEN
+      PERFORM pg_notify('sluice:sluice', p_queue);
+    END IF;
+    RETURN;
+  END IF;
+
+  SELECT s.id, s.deduplicated INTO id, deduplicated
+  FROM "sluice".send(p_queue => p_queue, p_data => p_data, p_key => p_key, p_singleton_key => NULL,
+                    p_run_at => v_now + p_delay_ms * interval '1 millisecond', p_delay_ms => NULL,
+                    p_priority => p_priority, p_max_attempts => p_max_attempts, p_now => p_now,
+                    p_notify => p_notify, p_cost => p_cost, p_timeout_ms => p_timeout_ms,
+                    p_trace_context => p_trace_context) s;
+  UPDATE "sluice".job j SET debounce_key = p_debounce_key WHERE j.id = send_debounced.id;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.send_flow(p_jobs jsonb, p_data jsonb[], p_now timestamp with time zone, p_notify boolean, p_trace_context jsonb)
+ RETURNS TABLE(ord integer, id bigint, deduplicated boolean)
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+DECLARE
+  v_job jsonb;
+  v_ids bigint[] := '{}';
+  v_parents bigint[];
+  v_sent record;
+BEGIN
+  FOR i IN 1 .. jsonb_array_length(p_jobs) LOOP
+    v_job := p_jobs -> (i - 1);
+    v_parents := ARRAY(SELECT CASE WHEN p ? 'ord' THEN v_ids[(p ->> 'ord')::integer] ELSE (p ->> 'id')::bigint END
+                       FROM jsonb_array_elements(coalesce(v_job -> 'parents', '[]')) AS p);
+    IF cardinality(v_parents) > 0 THEN
+      SELECT s.id, s.deduplicated INTO v_sent
+      FROM "sluice".send_after(
+        p_parents => v_parents, p_on_parent_failure => v_job ->> 'onParentFailure',
+        p_queue => v_job ->> 'queue', p_data => p_data[i], p_key => v_job ->> 'key',
+        p_singleton_key => v_job ->> 'singletonKey', p_run_at => (v_job ->> 'runAt')::timestamptz,
+        p_delay_ms => (v_job ->> 'delayMs')::double precision, p_priority => (v_job ->> 'priority')::integer,
+        p_max_attempts => (v_job ->> 'maxAttempts')::integer, p_now => p_now, p_notify => p_notify,
+        p_cost => (v_job ->> 'cost')::integer, p_timeout_ms => (v_job ->> 'timeoutMs')::integer,
+        p_trace_context => p_trace_context) s;
+    ELSE
+      SELECT s.id, s.deduplicated INTO v_sent
+      FROM "sluice".send(
+        p_queue => v_job ->> 'queue', p_data => p_data[i], p_key => v_job ->> 'key',
+        p_singleton_key => v_job ->> 'singletonKey', p_run_at => (v_job ->> 'runAt')::timestamptz,
+        p_delay_ms => (v_job ->> 'delayMs')::double precision, p_priority => (v_job ->> 'priority')::integer,
+        p_max_attempts => (v_job ->> 'maxAttempts')::integer, p_now => p_now, p_notify => p_notify,
+        p_cost => (v_job ->> 'cost')::integer, p_timeout_ms => (v_job ->> 'timeoutMs')::integer,
+        p_trace_context => p_trace_context) s;
+    END IF;
+    v_ids := v_ids || v_sent.id;
+    ord := i;
+    id := v_sent.id;
+    deduplicated := v_sent.deduplicated;
+    RETURN NEXT;
+  END LOOP;
+END $function$
+;
 CREATE OR REPLACE FUNCTION sluice.send_many(p_queue text, p_items jsonb, p_now timestamp with time zone, p_notify boolean, p_trace_context jsonb)
  RETURNS TABLE(ord bigint, id bigint, deduplicated boolean)
  LANGUAGE plpgsql
@@ -1576,10 +2274,17 @@ DECLARE
   q "sluice".queue;
   v_now timestamptz := coalesce(p_now, now());
   v_key record;
+  v_singletons boolean;
 BEGIN
   SELECT * INTO q FROM "sluice".queue WHERE name = p_queue;
   IF NOT FOUND THEN
     PERFORM "sluice".raise_queue_not_found(p_queue);
+  END IF;
+  v_singletons := jsonb_path_exists(p_items, '$[*] ? (@.singleton_key != null)');
+  IF v_singletons THEN
+    -- Before admission, as send takes them; the insert's snapshot then sees every holder.
+    PERFORM "sluice".lock_singletons(p_queue, ARRAY(
+      SELECT x.singleton_key FROM jsonb_to_recordset(p_items) AS x(singleton_key text) WHERE x.singleton_key IS NOT NULL));
   END IF;
 
   IF q.max_pending IS NOT NULL THEN
@@ -1588,6 +2293,14 @@ BEGIN
   IF q.max_wait_ms IS NOT NULL THEN
     PERFORM "sluice".admit_wait(q, jsonb_array_length(p_items),
       (SELECT coalesce(sum(coalesce(x.cost, 1)), 0) FROM jsonb_to_recordset(p_items) AS x(cost integer)), p_now);
+    IF q.key_rate_count IS NOT NULL OR q.per_key_concurrency IS NOT NULL THEN
+      FOR v_key IN
+        SELECT x.key, count(*)::integer AS n FROM jsonb_to_recordset(p_items) AS x(key text)
+        WHERE x.key IS NOT NULL GROUP BY x.key ORDER BY x.key
+      LOOP
+        PERFORM "sluice".admit_key_wait(q, v_key.key, v_key.n, p_now);
+      END LOOP;
+    END IF;
   END IF;
   IF q.max_per_key IS NOT NULL THEN
     FOR v_key IN
@@ -1598,7 +2311,7 @@ BEGIN
     END LOOP;
   END IF;
 
-  IF NOT jsonb_path_exists(p_items, '$[*] ? (@.singleton_key != null)') THEN
+  IF NOT v_singletons THEN
     -- No singleton keys: a plain insert. Ids come from the sequence in input order, so
     -- the i-th smallest id is the i-th item.
     RETURN QUERY
@@ -1633,15 +2346,15 @@ BEGIN
     SELECT i.new_id, p_queue, coalesce(i.data, 'null'::jsonb), i.key, i.singleton_key, coalesce(i.priority, 0),
            coalesce(i.run_at, v_now + coalesce(i.delay_ms, 0) * interval '1 millisecond'),
            coalesce(i.max_attempts, q.max_attempts), v_now, coalesce(i.cost, 1), i.timeout_ms, p_trace_context
-    FROM input i WHERE i.first_id = i.new_id ORDER BY i.ord
-    ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active')
+    FROM input i
+    WHERE i.first_id = i.new_id AND (i.singleton_key IS NULL OR "sluice".singleton_holder(p_queue, i.singleton_key, v_now) IS NULL)
+    ORDER BY i.ord
+    ON CONFLICT (queue, singleton_key) WHERE singleton_key IS NOT NULL AND state IN ('pending', 'active', 'claimed')
     DO NOTHING
     RETURNING job.id
   )
   SELECT i.ord,
-         coalesce(ins.id, (SELECT j.id FROM "sluice".job j
-                           WHERE j.queue = p_queue AND j.singleton_key = i.singleton_key
-                             AND j.state IN ('pending', 'active'))),
+         coalesce(ins.id, "sluice".singleton_holder(p_queue, i.singleton_key, v_now)),
          i.first_id <> i.new_id OR ins.id IS NULL
   FROM input i LEFT JOIN inserted ins ON ins.id = i.first_id
   ORDER BY i.ord;
@@ -1651,6 +2364,44 @@ BEGIN
     PERFORM pg_notify('sluice:sluice', p_queue);
   END IF;
 END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.send_unique(p_period_ms double precision, p_queue text, p_data jsonb, p_key text, p_singleton_key text, p_run_at timestamp with time zone, p_delay_ms double precision, p_priority integer, p_max_attempts integer, p_now timestamp with time zone, p_notify boolean, p_cost integer, p_timeout_ms integer, p_trace_context jsonb, OUT id bigint, OUT deduplicated boolean)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+BEGIN
+  SELECT s.id, s.deduplicated INTO id, deduplicated
+  FROM "sluice".send(p_queue => p_queue, p_data => p_data, p_key => p_key, p_singleton_key => p_singleton_key,
+                    p_run_at => p_run_at, p_delay_ms => p_delay_ms, p_priority => p_priority,
+                    p_max_attempts => p_max_attempts, p_now => p_now, p_notify => p_notify, p_cost => p_cost,
+                    p_timeout_ms => p_timeout_ms, p_trace_context => p_trace_context) s;
+  IF NOT deduplicated THEN
+    -- In the inserting transaction: no snapshot ever sees the job without its period.
+    UPDATE "sluice".job j SET singleton_until = j.created_at + p_period_ms * interval '1 millisecond'
+    WHERE j.id = send_unique.id;
+  END IF;
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.singleton_holder(p_queue text, p_key text, p_now timestamp with time zone)
+ RETURNS bigint
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT coalesce(
+    (SELECT j.id FROM "sluice".job j
+     WHERE j.queue = p_queue AND j.singleton_key = p_key AND j.state IN ('pending', 'active', 'claimed')),
+    (SELECT j.id FROM "sluice".job j
+     WHERE j.queue = p_queue AND j.singleton_key = p_key AND j.singleton_until IS NOT NULL
+       AND j.singleton_until > coalesce(p_now, now()) AND j.state = 'completed'
+     ORDER BY j.id DESC LIMIT 1))
+$function$
+;
+CREATE OR REPLACE FUNCTION sluice.start_ahead_ms()
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$SELECT 250$function$
 ;
 CREATE OR REPLACE FUNCTION sluice.start_room(q sluice.queue, p_now timestamp with time zone, OUT jobs integer, OUT units bigint)
  RETURNS record
@@ -1692,8 +2443,8 @@ BEGIN
   SELECT r.jobs, r.units INTO v_room, v_units FROM "sluice".start_room(q, p_now) r;
   window_starts := q.rate_count - v_room;
   window_units := q.budget_units - v_units;
-  SELECT count(*) INTO v_ready FROM "sluice".job j
-  WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= p_now;
+  -- Bounded as stats' own counts are (counts.sql): past the bound, an estimate.
+  v_ready := "sluice".ready_count(q.name, p_now);
   v_fit := least(v_ready, greatest(coalesce(v_room, v_ready), 0));
   IF v_units IS NOT NULL AND v_fit > 0 THEN
     -- Every job costs at least 1: no more than v_units of them can fit.
@@ -1708,6 +2459,39 @@ BEGIN
   END IF;
   held := v_ready - v_fit;
 END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.starts_ahead(q sluice.queue, p_now timestamp with time zone, p_room integer, p_limit integer)
+ RETURNS timestamp with time zone[]
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+BEGIN
+  IF p_limit <= greatest(p_room, 0) THEN
+    RETURN '{}';
+  END IF;
+  RETURN ARRAY(
+    SELECT x.at FROM (
+      SELECT u.t + q.rate_period_ms * interval '1 millisecond' + interval '1 microsecond' AS at
+      FROM (SELECT s.started_at AS t FROM "sluice".job_start s
+            WHERE s.queue = q.name AND s.started_at >= p_now - q.rate_period_ms * interval '1 millisecond'
+            UNION ALL
+            -- A grant counts as its starts at its end (as in next_start_ms).
+            SELECT g.until FROM "sluice".rate_grant g, generate_series(1, g.jobs)
+            WHERE g.queue = q.name AND g.until >= p_now - q.rate_period_ms * interval '1 millisecond') u
+      ORDER BY u.t
+      OFFSET greatest(-p_room, 0) LIMIT p_limit - greatest(p_room, 0)
+    ) x
+    WHERE x.at <= p_now + "sluice".start_ahead_ms() * interval '1 millisecond'
+    ORDER BY x.at);
+END $function$
+;
+CREATE OR REPLACE FUNCTION sluice.starts_reported()
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT coalesce(current_setting('sluice.starts_reported', true) = 'on', false)
+$function$
 ;
 CREATE OR REPLACE FUNCTION sluice.take_over_slots(p_queue text, p_in_hand integer[], p_ids bigint[], p_tokens uuid[], p_now timestamp with time zone, OUT moved bigint[], OUT left_over integer[])
  RETURNS record
@@ -1743,7 +2527,7 @@ BEGIN
     SELECT l.id FROM (
       SELECT j.id, w.pos FROM "sluice".job j
       JOIN unnest(p_ids, p_tokens) WITH ORDINALITY AS w(id, token, pos) ON w.id = j.id
-      WHERE j.id = ANY (p_ids) AND j.lease_token = w.token AND j.state::text = 'active' AND j.slot = 0
+      WHERE j.id = ANY (p_ids) AND j.lease_token = w.token AND j.state::text = 'claimed'
       ORDER BY j.id
       FOR UPDATE OF j) l
     ORDER BY l.pos);
@@ -1755,7 +2539,7 @@ BEGIN
     IF q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL THEN
       PERFORM "sluice".record_reserved_starts(p_queue, v_waiting, coalesce(p_now, now()));
     END IF;
-    UPDATE "sluice".job SET slot = NULL, start_reserved = NULL WHERE id = ANY (v_waiting);
+    UPDATE "sluice".job SET state = 'active', slot = NULL, start_reserved = NULL WHERE id = ANY (v_waiting);
     moved := v_waiting;
     RETURN;
   END IF;
@@ -1775,10 +2559,11 @@ BEGIN
   WHERE s.queue = p_queue AND s.n = a.n;
   -- Reserved starts (a rate or a budget, rate.sql), recorded with the moves: a job handed
   -- over began before this statement was sent, one promoted begins after it.
-  IF q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL THEN
+  -- A worker that reports when its handlers begin keeps them reserved until it does.
+  IF (q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL) AND NOT "sluice".starts_reported() THEN
     PERFORM "sluice".record_reserved_starts(p_queue, v_waiting[1:v_n], coalesce(p_now, now()));
   END IF;
-  UPDATE "sluice".job j SET slot = a.n, start_reserved = NULL
+  UPDATE "sluice".job j SET state = 'active', slot = a.n, start_reserved = CASE WHEN "sluice".starts_reported() THEN j.start_reserved END
   FROM unnest(v_slots[1:v_n], v_waiting[1:v_n]) AS a(n, job_id)
   WHERE j.id = a.job_id;
   moved := v_waiting[1:v_n];
@@ -1806,7 +2591,8 @@ END $function$
 
 -- Triggers
 CREATE TRIGGER job_delete_links AFTER DELETE ON sluice.job FOR EACH ROW WHEN (old.on_parent_failure IS NOT NULL) EXECUTE FUNCTION sluice.job_delete_links();
-CREATE TRIGGER job_record_reserved_start BEFORE UPDATE OF state ON sluice.job FOR EACH ROW WHEN (old.start_reserved AND new.start_reserved AND old.state = 'active'::sluice.job_state AND new.state <> 'active'::sluice.job_state) EXECUTE FUNCTION sluice.job_record_reserved_start();
+CREATE TRIGGER job_delete_log AFTER DELETE ON sluice.job FOR EACH ROW WHEN (old.log_count IS NOT NULL) EXECUTE FUNCTION sluice.job_delete_log();
+CREATE TRIGGER job_record_reserved_start BEFORE UPDATE OF state ON sluice.job FOR EACH ROW WHEN (old.start_reserved AND new.start_reserved AND (old.state = ANY (ARRAY['active'::sluice.job_state, 'claimed'::sluice.job_state])) AND (new.state <> ALL (ARRAY['active'::sluice.job_state, 'claimed'::sluice.job_state]))) EXECUTE FUNCTION sluice.job_record_reserved_start();
 CREATE TRIGGER job_release_slot BEFORE UPDATE OF state ON sluice.job FOR EACH ROW WHEN (old.slot IS NOT NULL AND new.slot IS NOT NULL AND new.state <> 'active'::sluice.job_state) EXECUTE FUNCTION sluice.job_release_slot();
 CREATE TRIGGER queue_budget_added AFTER UPDATE OF budget_units ON sluice.queue FOR EACH ROW WHEN (old.budget_units IS NULL AND new.budget_units IS NOT NULL) EXECUTE FUNCTION sluice.queue_budget_added();
 CREATE TRIGGER queue_slots AFTER INSERT OR UPDATE OF concurrency ON sluice.queue FOR EACH ROW EXECUTE FUNCTION sluice.queue_slots();

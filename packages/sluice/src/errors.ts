@@ -61,29 +61,57 @@ export class QueueFullError extends SluiceError {
 }
 
 /**
- * Admission could not be decided, so the send is refused: the statement that counts and
- * inserts ran out of time (`statement_timeout`, `lock_timeout`), no pooled connection came
- * free within `connectionTimeoutMs`, the connection was lost or refused, or the database
- * gave up on a serialization failure or deadlock. Admission fails closed: an uncounted job
- * could pass `maxPending` or `maxPerKey`, so the answer is "no capacity now" (HTTP 503 with
- * `Retry-After`). Nothing was enqueued (the statement's transaction rolled back, or never
- * began), with one exception the database cannot rule out: a connection lost while the
- * statement ran may have lost the reply to a commit. A `singletonKey` makes the retry safe.
- * In a caller's transaction (`client`), that transaction is aborted and must be rolled back.
- * The database's own error is the `cause`.
+ * Why the database could not answer (src/db/unavailable.ts): a statement, a lock or a
+ * connection that did not come in time (`timeout`, `no_connection`), a serialization
+ * failure or deadlock (`conflict`), a connection lost or refused, a read-only database (a
+ * standby after a failover), a full disk, no memory, too many connections, a server
+ * shutting down or starting up.
+ */
+export type UnavailableReason =
+  | 'timeout'
+  | 'no_connection'
+  | 'conflict'
+  | 'connection_lost'
+  | 'too_many_connections'
+  | 'starting_up'
+  | 'shutting_down'
+  | 'read_only'
+  | 'out_of_memory'
+  | 'disk_full';
+
+/**
+ * No capacity now: the database could not answer in time or at all (`reason`), so the
+ * operation was refused. For a send, admission could not be decided: the statement that
+ * counts and inserts ran out of time (`statementTimeoutMs`, `lock_timeout`, the send's
+ * deadline `sendTimeoutMs`), no pooled connection came free in time, the connection was
+ * lost or refused, or the database refused to write (read-only, disk full, out of memory,
+ * too many connections, shutting down). Admission fails closed: an uncounted job could
+ * pass `maxPending` or `maxPerKey`, so the answer is "no capacity now" (HTTP 503 with
+ * `Retry-After`, from the reason and the queue's `retryAfterSeconds`). Nothing was
+ * enqueued (the statement's transaction rolled back, or never began), with one exception
+ * the database cannot rule out: a connection lost, or a deadline passed, while the
+ * statement ran may have lost the reply to a commit. A `singletonKey` makes the retry
+ * safe. In a caller's transaction (`client`), that transaction is aborted and must be
+ * rolled back, and after a passed deadline its connection discarded. The database's own
+ * error is the `cause`.
  */
 export class AdmissionUnavailableError extends SluiceError {
-  readonly queue: string;
+  /** The queue refused, or null for an operation on no queue in particular. */
+  readonly queue: string | null;
   override readonly retryAfterSeconds: number;
-  constructor(queue: string, retryAfterSeconds: number, cause: unknown) {
-    const reason = cause instanceof Error ? cause.message : String(cause);
+  readonly reason: UnavailableReason;
+  constructor(queue: string | null, retryAfterSeconds: number, cause: unknown, reason: UnavailableReason = 'timeout') {
+    const why = cause instanceof Error ? cause.message : String(cause);
     super(
       'admission_unavailable',
-      `queue "${queue}" cannot admit jobs right now: the admission count failed (${reason}); retry after ${retryAfterSeconds} s`,
+      queue === null
+        ? `the database cannot answer right now (${reason.replace(/_/g, ' ')}: ${why}); retry after ${retryAfterSeconds} s`
+        : `queue "${queue}" cannot admit jobs right now: the admission count failed (${reason.replace(/_/g, ' ')}: ${why}); retry after ${retryAfterSeconds} s`,
       { cause },
     );
     this.queue = queue;
     this.retryAfterSeconds = retryAfterSeconds;
+    this.reason = reason;
   }
 }
 

@@ -1,5 +1,6 @@
 /** Public API of Sluice. Everything not exported here is internal. */
-export { Sluice, type SluiceOptions } from './sluice.js';
+export { Sluice, type SluiceOptions, type Readiness } from './sluice.js';
+export { unavailableError } from './db/unavailable.js';
 export {
   SluiceError,
   ValidationError,
@@ -22,12 +23,14 @@ export {
   httpAnswerOf,
   type ErrorCode,
   type HttpAnswer,
+  type UnavailableReason,
 } from './errors.js';
 export type { Worker, WorkOptions, Handler, JobContext } from './worker/worker.js';
 export { Discard, Snooze, JobTimeout, JobCancelled } from './worker/outcomes.js';
 export type { TickResult } from './maintenance/maintenance.js';
 export type { Schedule, SchedulePolicy, CatchUp } from './maintenance/schedules.js';
 export type { DeadLetterFilter, DeadLetterPage } from './queue/dead-letters.js';
+export { END_EVENTS, type EndEvent, type EndSubscription, type EndDelivery } from './queue/subscriptions.js';
 export type { Counts, QueueCounts } from './queue/counts.js';
 export { JOB_STATES, MAX_JOB_PAGE, type JobFilter, type JobPage } from './queue/job-list.js';
 export { MAX_SERIES_MINUTES, type QueueSeries, type SeriesPoint } from './queue/series.js';
@@ -43,9 +46,11 @@ export type {
   BackoffPolicy,
   RetentionPolicy,
   QueueStats,
+  EstimatedCount,
   WindowUse,
   RateLimit,
   Budget,
+  Durability,
   ThroughputBucket,
   CompleteOptions,
   SendOptions,
@@ -54,6 +59,9 @@ export type {
   FlowJob,
   JobParent,
   JobChild,
+  JobLogLine,
+  JobLogPage,
+  Debounce,
   Logger,
   SluiceEvents,
   JobIds,

@@ -52,11 +52,28 @@ export class Metrics {
     );
     this.leaseLost = counter('sluice_lease_lost_total', 'Results fenced out because the lease was lost.');
     this.swept = counter('sluice_jobs_swept_total', 'Expired leases swept by this process.');
-    this.slotsFreed = counter('sluice_stray_slots_freed_total', 'Cap slots held by jobs no longer running them, freed by this process (a fault: alert on any).');
+    this.slotsFreed = counter(
+      'sluice_stray_slots_freed_total',
+      'Cap slots held by jobs no longer running them, freed by this process (a fault: alert on any).',
+    );
     const buckets = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300];
-    this.runDuration = new Histogram({ name: 'sluice_job_run_duration_seconds', help: 'Handler run time.', labelNames: ['queue'], buckets, registers });
-    this.pickupDelay = new Histogram({ name: 'sluice_job_pickup_delay_seconds', help: 'Time from ready (run_at) to started.', labelNames: ['queue'], buckets, registers });
+    this.runDuration = new Histogram({
+      name: 'sluice_job_run_duration_seconds',
+      help: 'Handler run time.',
+      labelNames: ['queue'],
+      buckets,
+      registers,
+    });
+    this.pickupDelay = new Histogram({
+      name: 'sluice_job_pickup_delay_seconds',
+      help: 'Time from ready (run_at) to started.',
+      labelNames: ['queue'],
+      buckets,
+      registers,
+    });
 
+    // Each gauge's collect() has the Gauge as `this`; the rows come through this arrow.
+    const rows = () => this.rows(cacheMs);
     const gauge = (name: string, help: string, labelNames: string[], read: (g: Gauge, rows: any[]) => void) =>
       new Gauge({
         name,
@@ -65,16 +82,22 @@ export class Metrics {
         registers,
         collect: async function (this: Gauge) {
           this.reset();
-          read(this, await metrics.rows(cacheMs));
+          read(this, await rows());
         },
       });
-    const metrics = this;
     gauge('sluice_jobs', 'Jobs by queue and state, counted from the table.', ['queue', 'state'], (g, rows) => {
-      for (const r of rows) for (const state of ['ready', 'scheduled', 'waiting', 'active', 'claimed_ahead', 'dead']) g.set({ queue: r.name, state }, Number(r[state]));
+      for (const r of rows)
+        for (const state of ['ready', 'scheduled', 'waiting', 'active', 'claimed_ahead', 'dead'])
+          g.set({ queue: r.name, state }, Number(r[state]));
     });
-    gauge('sluice_queue_concurrency_limit', 'The queue global cap (absent when unlimited): read active against it.', ['queue'], (g, rows) => {
-      for (const r of rows) if (r.concurrency !== null) g.set({ queue: r.name }, r.concurrency);
-    });
+    gauge(
+      'sluice_queue_concurrency_limit',
+      'The queue global cap (absent when unlimited): read active against it.',
+      ['queue'],
+      (g, rows) => {
+        for (const r of rows) if (r.concurrency !== null) g.set({ queue: r.name }, r.concurrency);
+      },
+    );
     gauge('sluice_queue_oldest_ready_age_seconds', 'Age of the oldest ready job: the lag.', ['queue'], (g, rows) => {
       for (const r of rows) g.set({ queue: r.name }, Number(r.oldest_ready_age_seconds));
     });
@@ -84,12 +107,22 @@ export class Metrics {
     gauge('sluice_queue_rate_limit', 'Starts the queue allows per window of its rate (absent without one).', ['queue'], (g, rows) => {
       for (const r of rows) if (r.rate_count !== null) g.set({ queue: r.name }, r.rate_count);
     });
-    gauge('sluice_queue_rate_window_starts', 'Starts in the current window of the rate: read against sluice_queue_rate_limit.', ['queue'], (g, rows) => {
-      for (const r of rows) if (r.rate_window_starts !== null) g.set({ queue: r.name }, Number(r.rate_window_starts));
-    });
-    gauge('sluice_queue_budget_units', 'Units of cost the queue allows per window of its budget (absent without one).', ['queue'], (g, rows) => {
-      for (const r of rows) if (r.budget_units !== null) g.set({ queue: r.name }, Number(r.budget_units));
-    });
+    gauge(
+      'sluice_queue_rate_window_starts',
+      'Starts in the current window of the rate: read against sluice_queue_rate_limit.',
+      ['queue'],
+      (g, rows) => {
+        for (const r of rows) if (r.rate_window_starts !== null) g.set({ queue: r.name }, Number(r.rate_window_starts));
+      },
+    );
+    gauge(
+      'sluice_queue_budget_units',
+      'Units of cost the queue allows per window of its budget (absent without one).',
+      ['queue'],
+      (g, rows) => {
+        for (const r of rows) if (r.budget_units !== null) g.set({ queue: r.name }, Number(r.budget_units));
+      },
+    );
     gauge('sluice_queue_budget_window_units', 'Units of cost started in the current window of the budget.', ['queue'], (g, rows) => {
       for (const r of rows) if (r.budget_window_units !== null) g.set({ queue: r.name }, Number(r.budget_window_units));
     });

@@ -6,7 +6,9 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { pino } from 'pino';
-import { Db } from './db/db.js';
+import { Db, DEFAULT_QUERY_TIMEOUT_MS } from './db/db.js';
+import { FunctionSetWatch, type FunctionSetCheck } from './db/function-set.js';
+import { unavailableError, within } from './db/unavailable.js';
 import { Listener } from './db/listener.js';
 import { assertSchemaCurrent, migrate, type MigrateResult } from './db/migrate.js';
 import { cancelChannelOf, channelOf, eventsChannelOf } from './db/sql.js';
@@ -17,18 +19,41 @@ import { Maintenance, type TickResult } from './maintenance/maintenance.js';
 import { reportDead } from './queue/dead.js';
 import { traceSettleOne } from './tracing.js';
 import { DeadLetters } from './queue/dead-letters.js';
+import { Subscriptions } from './queue/subscriptions.js';
 import { Jobs } from './queue/jobs.js';
 import { sendFlow } from './queue/flow.js';
 import { Results, type EventsOptions, type JobEventIterator, type ResultOptions } from './queue/results.js';
 import { Waker } from './queue/waker.js';
 import { Schedules } from './maintenance/schedules.js';
 import { Queues } from './queue/queues.js';
+import { SendPolicies } from './queue/send-policies.js';
 import { Counts } from './queue/counts.js';
 import { listJobs, type JobFilter, type JobPage } from './queue/job-list.js';
 import { Series, type QueueSeries } from './queue/series.js';
 import { validateInt, validateQueueName, validateSchemaName } from './queue/validate.js';
-import type { ClaimedJob, CompleteOptions, Emit, FlowJob, Job, JobChild, JobParent, Logger, SluiceEvents, ThroughputBucket, QueueStats, SendManyItem, SendOptions, SendResult } from './types.js';
+import type {
+  ClaimedJob,
+  CompleteOptions,
+  Emit,
+  FlowJob,
+  Job,
+  JobChild,
+  JobLogPage,
+  JobParent,
+  Logger,
+  SluiceEvents,
+  ThroughputBucket,
+  QueueStats,
+  SendManyItem,
+  SendOptions,
+  SendResult,
+} from './types.js';
 import { Worker, type Handler, type WorkOptions } from './worker/worker.js';
+
+/** A new connection's connect, or a wait for a pooled one, unless `connectionTimeoutMs` says otherwise. */
+const DEFAULT_CONNECTION_TIMEOUT_MS = 10_000;
+/** A send's acknowledgement, unless `sendTimeoutMs` says otherwise: within 5 s with room to spare. */
+const DEFAULT_SEND_TIMEOUT_MS = 4_000;
 
 export interface SluiceOptions {
   /** PostgreSQL connection string. Give this or `pool`. */
@@ -49,11 +74,27 @@ export interface SluiceOptions {
    */
   statementTimeoutMs?: number;
   /**
-   * How long a statement waits for a pooled connection (all busy) or for a new one to
-   * connect, in ms (`pg`'s `connectionTimeoutMillis`). Default none: it waits. A send that
+   * How long a new connection may take to connect, and a statement may wait for a pooled
+   * one (all busy), in ms (`pg`'s `connectionTimeoutMillis`). Default 10 000. A send that
    * times out here is refused with `AdmissionUnavailableError`.
    */
   connectionTimeoutMs?: number;
+  /**
+   * The client-side deadline of every statement Sluice runs (claims, completions, counts,
+   * reads), its wait for a pooled connection included, in ms. Default 30 000. Past it the
+   * statement is abandoned, its connection discarded (a stalled connection is never used
+   * again) and the call fails with `AdmissionUnavailableError`. `statementTimeoutMs` is
+   * enforced by the database, which a partition or a frozen primary keeps from answering;
+   * this deadline holds whatever the database does. Migrations have none.
+   */
+  queryTimeoutMs?: number;
+  /**
+   * The deadline of a send's acknowledgement (`send`, `sendMany`, each send of a `flow`):
+   * its schema check, its wait for a connection and its statement together, in ms. Default
+   * 4 000: a send is accepted or refused (`AdmissionUnavailableError`) within it, even when
+   * the database stalls.
+   */
+  sendTimeoutMs?: number;
   /** Wake workers with LISTEN/NOTIFY. Turn off behind PgBouncer in transaction mode; polling still works. Default true. */
   notify?: boolean;
   /** Largest job payload or result, as UTF-8 JSON. Default 1 MiB. */
@@ -72,8 +113,23 @@ export interface SluiceOptions {
    * refused sends) to the database's per-minute figures, in ms. Default 5000.
    */
   countFlushMs?: number;
-  /** How long the maintenance tick keeps the per-minute figures, in minutes. Default 180 (the longest series). */
+  /** How long the maintenance tick keeps the per-minute figures, in minutes. Default 1440 (a day: the longest series). */
   seriesRetentionMinutes?: number;
+}
+
+/** What `readiness()` found. */
+export interface Readiness {
+  ready: boolean;
+  /**
+   * Why not: `database`, it did not answer in time (or at all); `schema`, its schema is not
+   * at this release's version; `functions`, it runs another release's functions, and this
+   * instance claims nothing until they match (a rolling upgrade: src/db/function-set.ts).
+   */
+  problem?: 'database' | 'schema' | 'functions';
+  /** What is wrong and what to do, when not ready. */
+  message?: string;
+  /** The function set this instance was built for, and the one the database runs (null: not known). */
+  functionSet: { expected: string; actual: string | null };
 }
 
 export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>> extends EventEmitter<SluiceEvents> {
@@ -83,6 +139,8 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   readonly schedules: Schedules;
   /** Dead jobs: list, replay many, purge. */
   readonly deadLetters: DeadLetters;
+  /** Subscriptions to jobs' ends: an outbox written in the transaction that ends a job (queue/subscriptions.ts). */
+  readonly subscriptions: Subscriptions;
   readonly maintenance: Maintenance;
   /** Prometheus metrics: mount `metrics.registry`, or serve `await metrics.text()`. */
   readonly metrics: Metrics;
@@ -94,6 +152,8 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   private readonly results: Results;
   private readonly seriesReader: Series;
   private readonly waker: Waker;
+  /** Which release's functions the database runs: claims are refused while they are another's. */
+  private readonly functionSet: FunctionSetWatch;
   /** Wakes the waits of `whenReady`, so `close()` ends them at once. */
   private readonly readyWaits = new Set<() => void>();
   private readonly ownsPool: boolean;
@@ -121,13 +181,16 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     this.now = clock ? () => clock() : () => null;
     this.logger = options.logger ?? pino({ name: 'sluice', level: process.env.SLUICE_LOG_LEVEL ?? 'info' });
     const statementTimeout = validateInt(options.statementTimeoutMs, 'statementTimeoutMs', { min: 1 }) ?? undefined;
-    const connectionTimeout = validateInt(options.connectionTimeoutMs, 'connectionTimeoutMs', { min: 1 }) ?? undefined;
-    const connectTimeout = connectionTimeout ? { connectionTimeoutMillis: connectionTimeout } : {};
+    const connectTimeout = {
+      connectionTimeoutMillis: validateInt(options.connectionTimeoutMs, 'connectionTimeoutMs', { min: 1 }) ?? DEFAULT_CONNECTION_TIMEOUT_MS,
+    };
+    const queryTimeoutMs = validateInt(options.queryTimeoutMs, 'queryTimeoutMs', { min: 1 }) ?? DEFAULT_QUERY_TIMEOUT_MS;
+    const sendTimeoutMs = validateInt(options.sendTimeoutMs, 'sendTimeoutMs', { min: 1 }) ?? DEFAULT_SEND_TIMEOUT_MS;
     let listenerConfig: pg.ClientConfig;
     if (options.pool) {
       this.ownsPool = false;
       listenerConfig = { ...(options.pool as unknown as { options: pg.ClientConfig }).options };
-      this.db = new Db(options.pool, this.schema);
+      this.db = new Db(options.pool, this.schema, queryTimeoutMs);
     } else {
       this.ownsPool = true;
       const applicationName = options.applicationName ?? 'sluice';
@@ -142,24 +205,40 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
       });
       // An idle connection that dies must not crash the process; the next query reconnects.
       pool.on('error', (err) => this.logger.warn({ err: err.message }, 'sluice: idle database connection lost'));
-      this.db = new Db(pool, this.schema);
+      this.db = new Db(pool, this.schema, queryTimeoutMs);
     }
-    this.listener = this.notify ? new Listener(listenerConfig, channelOf(this.schema), cancelChannelOf(this.schema), eventsChannelOf(this.schema), this.logger, this.schema) : null;
+    this.listener = this.notify
+      ? new Listener(
+          listenerConfig,
+          channelOf(this.schema),
+          cancelChannelOf(this.schema),
+          eventsChannelOf(this.schema),
+          this.logger,
+          this.schema,
+        )
+      : null;
     this.metrics = new Metrics(this.db, { registry: options.metricsRegistry });
     const ready = () => this.ready();
     const countFlushMs = validateInt(options.countFlushMs, 'countFlushMs', { min: 10 }) ?? 5000;
-    const seriesRetentionMinutes = validateInt(options.seriesRetentionMinutes, 'seriesRetentionMinutes', { min: 1 }) ?? 180;
+    const seriesRetentionMinutes = validateInt(options.seriesRetentionMinutes, 'seriesRetentionMinutes', { min: 1 }) ?? 1440;
     // The last flush runs inside close(), when ready() refuses: whatever was counted ran against a checked schema.
     const readyUnlessClosing = () => (this.closed ? Promise.resolve() : this.ready());
     this.counts = new Counts({ db: this.db, logger: this.logger, now: this.now, flushMs: countFlushMs, ready: readyUnlessClosing });
     this.seriesReader = new Series(this.db, { now: this.now, counts: this.counts }, ready);
     this.countEvents();
-    this.queues = new Queues(this.db, ready);
+    const policies = new SendPolicies(this.db);
+    this.queues = new Queues(this.db, ready, policies);
     this.waker = new Waker(this.db, this.logger);
-    this.jobs = new Jobs(this.db, { maxPayloadBytes: this.maxPayloadBytes, notify: this.notify, now: this.now, waker: this.waker }, ready);
+    this.jobs = new Jobs(
+      this.db,
+      { maxPayloadBytes: this.maxPayloadBytes, notify: this.notify, now: this.now, waker: this.waker, sendTimeoutMs, policies },
+      ready,
+    );
     this.results = new Results(this.listener, (id) => this.jobs.get(id));
     this.schedules = new Schedules(this.db, { maxPayloadBytes: this.maxPayloadBytes, now: this.now }, ready);
     this.deadLetters = new DeadLetters(this.db, { notify: this.notify, now: this.now }, ready);
+    this.subscriptions = new Subscriptions(this.db, ready);
+    this.functionSet = new FunctionSetWatch(this.db, this.logger);
     this.maintenance = new Maintenance({
       db: this.db,
       logger: this.logger,
@@ -186,11 +265,44 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   /** Resolves once the schema is known to be at this library's version. */
   ready(): Promise<void> {
     this.assertOpen();
-    this.schemaChecked ??= assertSchemaCurrent(this.db.pool, this.schema).catch((err) => {
+    this.schemaChecked ??= assertSchemaCurrent(this.db).catch((err) => {
       this.schemaChecked = null;
       throw err;
     });
     return this.schemaChecked;
+  }
+
+  /**
+   * Whether this instance can do its work now: the database answers within `timeoutMs`
+   * (default 2 s), its schema is at this release's version, and it runs this release's
+   * functions. Never throws; a server's readiness probe answers from it.
+   */
+  async readiness({ timeoutMs = 2_000 }: { timeoutMs?: number } = {}): Promise<Readiness> {
+    const functionSet = (check: FunctionSetCheck) => ({ expected: check.expected, actual: check.actual });
+    try {
+      await this.db.run('DatabaseNow', [], undefined, timeoutMs);
+      await within(this.ready(), timeoutMs, 'the schema check');
+      const check = await this.functionSet.runOnce(timeoutMs);
+      if (check.state === 'current') return { ready: true, functionSet: functionSet(check) };
+      return { ready: false, problem: 'functions', message: this.functionSet.refusal().message, functionSet: functionSet(check) };
+    } catch (err) {
+      const problem = err instanceof SchemaVersionError ? 'schema' : 'database';
+      const message =
+        problem === 'database'
+          ? (unavailableError(err)?.message ?? `the database check failed: ${(err as Error).message}`)
+          : (err as Error).message;
+      return { ready: false, problem, message, functionSet: functionSet(this.functionSet.last) };
+    }
+  }
+
+  /**
+   * Claims wait for the first check of which functions the database runs, and the check
+   * goes on every few seconds from then (src/db/function-set.ts).
+   */
+  private watchFunctionSet(): Promise<unknown> {
+    const first = this.functionSet.last.state === 'unknown';
+    this.functionSet.start();
+    return first ? this.functionSet.runOnce().catch(() => undefined) : Promise.resolve();
   }
 
   /**
@@ -226,7 +338,11 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
    */
   send<Q extends keyof Tasks & string>(queue: Q, data: Tasks[Q], opts?: SendOptions): Promise<SendResult> {
     this.assertOpen();
-    return this.countSends(queue, this.jobs.send(queue, data, opts).then((r) => [r]), 1).then((r) => r[0]!);
+    return this.countSends(
+      queue,
+      this.jobs.send(queue, data, opts).then((r) => [r]),
+      1,
+    ).then((r) => r[0]!);
   }
 
   /** Enqueue many jobs in one statement; admission is all-or-nothing. */
@@ -317,7 +433,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     // Refuse to claim against a schema this library does not know; wait out a database
     // that is not reachable yet.
     this.whenReady(`worker for queue "${queue}"`, () => worker.isRunning).then(
-      () => worker.isRunning && worker.start(),
+      () => this.watchFunctionSet().then(() => worker.isRunning && worker.start()),
       (err) => {
         if (!this.closed) this.logger.error({ queue, err: (err as Error).message }, 'sluice: worker not started');
         void worker.stop({ timeoutMs: 0 });
@@ -332,7 +448,11 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
    */
   claim<Q extends keyof Tasks & string>(queue: Q, opts: { max?: number; workerId?: string } = {}): Promise<ClaimedJob<Tasks[Q]>[]> {
     this.assertOpen();
-    return this.jobs.claim<Tasks[Q]>(queue, opts.max ?? 1, opts.workerId ?? 'pull').then((claimed) => {
+    const claiming =
+      this.functionSet.last.state === 'unknown'
+        ? this.watchFunctionSet().then(() => this.jobs.claim<Tasks[Q]>(queue, opts.max ?? 1, opts.workerId ?? 'pull'))
+        : this.jobs.claim<Tasks[Q]>(queue, opts.max ?? 1, opts.workerId ?? 'pull');
+    return claiming.then((claimed) => {
       this.counts.add(queue, 'starts', claimed.length);
       return claimed;
     });
@@ -364,6 +484,21 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     return this.jobs.heartbeat(id, leaseToken, seconds);
   }
 
+  /** A claimed job's progress (JSON, at most 4 KiB), as a handler's `progress()`; `LeaseLostError` if the lease was lost. */
+  progress(id: string, leaseToken: string, value: unknown): Promise<void> {
+    return this.jobs.progress(id, leaseToken, value);
+  }
+
+  /** 1 to 100 log lines of a claimed job, as a handler's `log()`: the number of the last. `LeaseLostError` if the lease was lost. */
+  log(id: string, leaseToken: string, lines: string | string[]): Promise<number> {
+    return this.jobs.log(id, leaseToken, lines);
+  }
+
+  /** A job's kept log lines after `afterSeq` (default 0), oldest first, at most `limit` (1000); `dropped`: older ones gone. */
+  logs(id: string, opts?: { afterSeq?: number; limit?: number }): Promise<JobLogPage> {
+    return this.jobs.logs(id, opts);
+  }
+
   get<T = unknown>(id: string): Promise<Job<T> | null> {
     return this.jobs.get<T>(id);
   }
@@ -380,8 +515,12 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     this.assertOpen();
     return sendFlow(this.db, this.jobs, jobs, opts.client).catch((err) => {
       // The one send refused (the rest were rolled back or never tried), on its queue.
-      if (err instanceof QueueFullError || err instanceof KeyLimitError || err instanceof AdmissionUnavailableError) {
-        this.countRefusal(err.queue, err, 1);
+      if (
+        err instanceof QueueFullError ||
+        err instanceof KeyLimitError ||
+        (err instanceof AdmissionUnavailableError && err.queue !== null)
+      ) {
+        this.countRefusal(err.queue!, err, 1);
       }
       throw err;
     });
@@ -390,6 +529,15 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
   /** A job's parents (`dependsOn`) with their states and results. */
   parents(id: string): Promise<JobParent[]> {
     return this.jobs.parents(id);
+  }
+
+  /**
+   * A pending job's place in its queue: 1 when a claim takes it next, by priority, run
+   * time and id (per-key round robin and rate limits may reorder). Null when the job is
+   * not pending (waiting for parents, running, finished) or does not exist.
+   */
+  position(id: string): Promise<number | null> {
+    return this.jobs.position(id);
   }
 
   /** The jobs that named this one in their `dependsOn`. */
@@ -490,6 +638,7 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     this.closed = true;
     for (const wake of [...this.readyWaits]) wake();
     this.results.close();
+    this.functionSet.stop();
     await Promise.all([...this.workers].map((w) => w.stop({ timeoutMs })));
     await this.maintenance.stop();
     await this.counts.stop();

@@ -108,7 +108,13 @@ async function within<R>(span: Span, fn: (carrier: TraceCarrier | null) => Promi
  * with the carrier it is given (its span's context); `id` names what was written, for the
  * span. Without a tracer, callers skip this and store `carrierOf(context.active())`.
  */
-export function traceSend<R>(t: Tracer, queue: string, count: number | null, fn: (carrier: TraceCarrier | null) => Promise<R>, id: (r: R) => string | null): Promise<R> {
+export function traceSend<R>(
+  t: Tracer,
+  queue: string,
+  count: number | null,
+  fn: (carrier: TraceCarrier | null) => Promise<R>,
+  id: (r: R) => string | null,
+): Promise<R> {
   const span = t.startSpan(`send ${queue}`, {
     kind: SpanKind.PRODUCER,
     attributes: attributes(queue, 'send', count === null ? undefined : { [ATTR.batchCount]: count }),
@@ -155,13 +161,28 @@ export function endReceive(span: Span | null, claimed: number, err?: unknown): v
 }
 
 /** A handler's run of a claimed job, child of the context its send stored, or null without a tracer. */
-export function startProcess(queue: string, id: string, attempt: number, key: string | null, carrier: TraceCarrier | null): { span: Span; ctx: Context } | null {
+export function startProcess(
+  queue: string,
+  id: string,
+  attempt: number,
+  key: string | null,
+  carrier: TraceCarrier | null,
+): { span: Span; ctx: Context } | null {
   const t = tracer();
   if (t === null) return null;
   const parent = contextOf(carrier);
   const span = t.startSpan(
     `process ${queue}`,
-    { kind: SpanKind.CONSUMER, attributes: attributes(queue, 'process', key === null ? { [ATTR.messageId]: id, [ATTR.attempt]: attempt } : { [ATTR.messageId]: id, [ATTR.attempt]: attempt, [ATTR.key]: key }) },
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: attributes(
+        queue,
+        'process',
+        key === null
+          ? { [ATTR.messageId]: id, [ATTR.attempt]: attempt }
+          : { [ATTR.messageId]: id, [ATTR.attempt]: attempt, [ATTR.key]: key },
+      ),
+    },
     parent,
   );
   return { span, ctx: trace.setSpan(parent, span) };
@@ -172,7 +193,12 @@ export function startProcess(queue: string, id: string, attempt: number, key: st
  * each result's `process` span; null without a tracer or results. A worker's writes are
  * root spans, a pull worker's children of the active context.
  */
-export function startSettle(queue: string, results: readonly { span?: SpanContext }[], outcome: 'completed' | 'failed', root: boolean): Span | null {
+export function startSettle(
+  queue: string,
+  results: readonly { span?: SpanContext }[],
+  outcome: 'completed' | 'failed',
+  root: boolean,
+): Span | null {
   if (results.length === 0) return null;
   const t = tracer();
   if (t === null) return null;
@@ -191,12 +217,22 @@ export function startSettle(queue: string, results: readonly { span?: SpanContex
  * span in the caller's context (say, the HTTP request's), named for the job's queue once the
  * write has said which it is.
  */
-export async function traceSettleOne<R extends { queue: string }>(id: string, outcome: 'completed' | 'failed', fn: () => Promise<R>): Promise<R> {
+export async function traceSettleOne<R extends { queue: string }>(
+  id: string,
+  outcome: 'completed' | 'failed',
+  fn: () => Promise<R>,
+): Promise<R> {
   const t = tracer();
   if (t === null) return fn();
   const span = t.startSpan('settle', {
     kind: SpanKind.CLIENT,
-    attributes: { [ATTR.system]: 'sluice', [ATTR.operationType]: 'settle', [ATTR.operationName]: 'settle', [ATTR.messageId]: id, [ATTR.outcome]: outcome },
+    attributes: {
+      [ATTR.system]: 'sluice',
+      [ATTR.operationType]: 'settle',
+      [ATTR.operationName]: 'settle',
+      [ATTR.messageId]: id,
+      [ATTR.outcome]: outcome,
+    },
   });
   return runIn(span, async () => {
     const written = await fn();

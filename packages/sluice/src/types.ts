@@ -4,15 +4,22 @@
  * Job states (the machine lives in the database functions and statements):
  *
  *   pending ──claim──▶ active ──complete──▶ completed
- *      ▲                 │ fail or lease expired, attempts left (run_at += backoff)
- *      └─────────────────┤
- *                        └ fail or lease expired, attempts spent ──▶ dead
- *   pending | active ──cancel──▶ cancelled;   dead | cancelled ──replay──▶ pending
+ *      ▲  │              │ fail or lease expired, attempts left (run_at += backoff)
+ *      │  │              ├─────────────────────────────────────────▶ pending
+ *      │  │              └ fail or lease expired, attempts spent ──▶ dead
+ *      │  └─claim ahead of a cap slot──▶ claimed ──slot granted──▶ active
+ *      └───────given back, or lease expired──────────┘ (or ends as an active job would)
+ *   pending | active | claimed ──cancel──▶ cancelled;   dead | cancelled ──replay──▶ pending
  */
 import type pg from 'pg';
 
-/** `waiting`: sent with parents (`dependsOn`) not all ended yet; pending once they have. */
-export type JobState = 'waiting' | 'pending' | 'active' | 'completed' | 'cancelled' | 'dead';
+/**
+ * `waiting`: sent with parents (`dependsOn`) not all ended yet; pending once they have.
+ * `claimed`: held by a worker that claimed it ahead of a slot of its queue's cap, not
+ * running yet (or just started in a slot whose hand-over is not written yet); it is
+ * `active` once it holds a slot, so active jobs never outnumber the cap.
+ */
+export type JobState = 'waiting' | 'pending' | 'active' | 'claimed' | 'completed' | 'cancelled' | 'dead';
 
 /** Retry delays: min(maxMs, baseMs · 2^(attempt−1)), scaled by a random factor in [1 − jitter, 1]. */
 export interface BackoffPolicy {
@@ -61,9 +68,10 @@ export interface QueuePolicy {
    */
   budget?: Budget | null;
   /**
-   * Shed on time: a send whose projected wait to start (the jobs ready ahead of it, at the
-   * rate and budget) passes this is refused with `QueueFullError` and a `Retry-After`
-   * computed from the rate. Needs a `rateLimit` or a `budget`.
+   * Shed on time: a send whose projected wait to start (the jobs ready ahead of it, what
+   * the rate's window already used, the budget, the cap at the recent run time, and its
+   * key's rate and concurrency) passes this is refused with `QueueFullError` and a
+   * `Retry-After` computed from the projection. Needs a `rateLimit` or a `budget`.
    */
   maxWaitMs?: number | null;
   /**
@@ -78,7 +86,19 @@ export interface QueuePolicy {
    * within a key, taken in claim order. Jobs without a key are not bound by it.
    */
   perKeyBudget?: Budget | null;
+  /**
+   * `'flush'` (default): an acknowledged send, claim or completion survives a crash of the
+   * database server. `'async'`: the library's own transactions for this queue commit
+   * without waiting for their WAL flush (`synchronous_commit = off`, for those
+   * transactions only), so a crash of the server can undo the last fraction of a second of
+   * acknowledged work (up to 3 × `wal_writer_delay`, 600 ms by default), never corrupt it:
+   * an undone job runs again, as at-least-once delivery allows. A send given the
+   * application's `client` keeps the application's setting. See `docs/RELIABILITY.md`.
+   */
+  durability?: Durability;
 }
+
+export type Durability = 'flush' | 'async';
 
 export interface RateLimit {
   count: number;
@@ -116,6 +136,7 @@ export interface Queue {
   maxWaitMs: number | null;
   perKeyRateLimit: RateLimit | null;
   perKeyBudget: Budget | null;
+  durability: Durability;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -125,6 +146,20 @@ export interface SendOptions {
   key?: string;
   /** At most one unfinished job per (queue, singletonKey): a duplicate returns the existing id. */
   singletonKey?: string;
+  /**
+   * With `singletonKey`: the job this send creates holds the key for this long from its
+   * send, even once it has completed (not once it died or was cancelled): every send with
+   * the key within the period returns it. At most 366 days.
+   */
+  singletonPeriodMs?: number;
+  /**
+   * Collapse a burst of sends into one job: the first send with `key` creates a job that
+   * runs `delayMs` later; each later send with the key, while that job has not started,
+   * replaces its data and moves its run time to `delayMs` after itself (never past
+   * `maxDelayMs` after the first send), and returns its id. Once it has started, the next
+   * send creates a new job. Not with `singletonKey`, `runAt`, `delayMs` or `dependsOn`.
+   */
+  debounce?: Debounce;
   /** Do not start before this time. Exclusive with `delayMs`. */
   runAt?: Date;
   /** Do not start before now + delayMs (the database's now). Exclusive with `runAt`. */
@@ -152,6 +187,16 @@ export interface SendOptions {
   client?: pg.ClientBase;
 }
 
+/** A debounced send (`SendOptions.debounce`). */
+export interface Debounce {
+  /** Sends with the same key (on one queue) collapse into one job. */
+  key: string;
+  /** The job runs this long after the last send of the burst. */
+  delayMs: number;
+  /** But never later than this long after the first: a steady stream of sends still runs. At least `delayMs`. */
+  maxDelayMs?: number;
+}
+
 /** What a pull worker may report with a completion. */
 export interface CompleteOptions {
   /**
@@ -171,7 +216,7 @@ export interface FlowJob<T = unknown> extends Omit<SendOptions, 'client' | 'depe
   dependsOn?: Array<string | { jobId: string }>;
 }
 
-export interface SendManyItem<T = unknown> extends Omit<SendOptions, 'client'> {
+export interface SendManyItem<T = unknown> extends Omit<SendOptions, 'client' | 'singletonPeriodMs' | 'debounce'> {
   data: T;
 }
 
@@ -227,10 +272,33 @@ export interface Job<T = unknown> {
    */
   traceContext: Record<string, string> | null;
   /**
-   * Its parents, as handed to its handler by a worker (in the order of their ids); absent
-   * elsewhere: read them with `sluice.parents(id)`.
+   * Its parents, as handed to its handler by a worker or a pull claim (in the order of
+   * their ids); absent elsewhere: read them with `sluice.parents(id)`.
    */
   parents?: JobParent[];
+  /** The last progress its handler reported (`progress(value)`), or null. */
+  progress: unknown;
+  /** Log lines written for it so far (`log(line)`); read them with `sluice.logs(id)`. */
+  logCount: number;
+}
+
+/** One log line of a job (`sluice.logs`). */
+export interface JobLogLine {
+  /** Its number: lines are numbered from 1 in the order written. */
+  seq: number;
+  /** The attempt that wrote it. */
+  attempt: number;
+  at: Date;
+  line: string;
+}
+
+/** A page of a job's log lines. */
+export interface JobLogPage {
+  lines: JobLogLine[];
+  /** Lines written for the job so far (the number of the last one). */
+  total: number;
+  /** The oldest lines, no longer kept (a job keeps its newest 1000). */
+  dropped: number;
 }
 
 /** A parent of a job sent with `dependsOn`, as its child sees it. */
@@ -282,7 +350,16 @@ export interface QueueStats {
    * counted in claim order (all of them while a window is full). 0 without either.
    */
   heldBack: number;
+  /**
+   * The counts above that are estimates: each is exact up to 100,000 jobs, and past that
+   * the planner's estimate from the table's statistics (never less than 100,001), so that
+   * stats cost the same on a backlog of millions. Empty when every count is exact.
+   */
+  estimated: EstimatedCount[];
 }
+
+/** A count of `QueueStats` that can be an estimate. */
+export type EstimatedCount = 'ready' | 'scheduled' | 'waiting' | 'completed' | 'cancelled' | 'dead' | 'heldBack';
 
 /** What a rate or a budget has used of its current window: `used` of `limit` in the last `periodMs`. */
 export interface WindowUse {

@@ -32,7 +32,12 @@ test(`cancel across 4 processes: ${JOBS} running jobs cancelled, each handler's 
   const q = uniqueQueue('cancel');
   // A lease of 3 s: the handlers outlive it only through the workers' own heartbeats.
   await sluice.queues.put(q, { concurrency: CAP, leaseSeconds: 3, maxAttempts: 3, backoff: { baseMs: 0, maxMs: 0 } });
-  const ids = (await sluice.sendMany(q, Array.from({ length: JOBS }, (_, i) => ({ data: i })))).map((j) => j.id);
+  const ids = (
+    await sluice.sendMany(
+      q,
+      Array.from({ length: JOBS }, (_, i) => ({ data: i })),
+    )
+  ).map((j) => j.id);
   const children = await Promise.all(
     Array.from({ length: 4 }, () => spawnWorker({ url: db.url, queue: q, concurrency: 4, maintenanceIntervalMs: 500 })),
   );
@@ -42,10 +47,12 @@ test(`cancel across 4 processes: ${JOBS} running jobs cancelled, each handler's 
   await waitFor(() => started().length >= CAP, { timeoutMs: 60_000, message: 'the cap filled' });
   await waitFor(
     async () =>
-      (await client.query(
-        "SELECT bool_and(lease_expires_at > started_at + interval '3.5 seconds') AS renewed FROM sluice.job WHERE queue = $1 AND state = 'active' AND slot <> 0",
-        [q],
-      )).rows[0].renewed,
+      (
+        await client.query(
+          "SELECT bool_and(lease_expires_at > started_at + interval '3.5 seconds') AS renewed FROM sluice.job WHERE queue = $1 AND state = 'active'",
+          [q],
+        )
+      ).rows[0].renewed,
     { timeoutMs: 30_000, message: 'running leases renewed by heartbeats' },
   );
 
@@ -53,7 +60,9 @@ test(`cancel across 4 processes: ${JOBS} running jobs cancelled, each handler's 
   const killedAt = new Map<Child, bigint>();
   let victim: Child | null = null;
   const cancelRunning = async () => {
-    const fresh = started().filter((m) => !cancelledAt.has(m.id!)).map((m) => m.id!);
+    const fresh = started()
+      .filter((m) => !cancelledAt.has(m.id!))
+      .map((m) => m.id!);
     for (const id of fresh) cancelledAt.set(id, process.hrtime.bigint());
     await Promise.all(fresh.map((id) => sluice.cancel(id)));
     return fresh.length;
@@ -68,10 +77,11 @@ test(`cancel across 4 processes: ${JOBS} running jobs cancelled, each handler's 
       victim = children.find((c) => c.messages.some((m) => m.type === 'started' && !cancelledAt.has(m.id!))) ?? null;
       if (victim) {
         victim.proc.kill('SIGSTOP');
-        for (const m of victim.messages) if (m.type === 'started' && !cancelledAt.has(m.id!)) {
-          cancelledAt.set(m.id!, process.hrtime.bigint());
-          await sluice.cancel(m.id!);
-        }
+        for (const m of victim.messages)
+          if (m.type === 'started' && !cancelledAt.has(m.id!)) {
+            cancelledAt.set(m.id!, process.hrtime.bigint());
+            await sluice.cancel(m.id!);
+          }
         victim.proc.kill('SIGKILL');
         await once(victim.proc, 'exit');
         killedAt.set(victim, process.hrtime.bigint());
@@ -84,7 +94,7 @@ test(`cancel across 4 processes: ${JOBS} running jobs cancelled, each handler's 
       await waitFor(async () => started().length > seen || (await ended()) > done || done >= JOBS, {
         timeoutMs: 60_000,
         message: 'a job started or ended',
-        detail: async () => (await sluice.stats(q)),
+        detail: async () => await sluice.stats(q),
       });
     }
   }
@@ -95,8 +105,10 @@ test(`cancel across 4 processes: ${JOBS} running jobs cancelled, each handler's 
   const states = (await client.query('SELECT state, count(*)::int AS n FROM sluice.job WHERE queue = $1 GROUP BY state', [q])).rows;
   assert.deepEqual(states, [{ state: 'cancelled', n: JOBS }]);
   assert.ok(victim, 'a worker was killed with cancelled jobs in hand');
-  const swept = (await client.query("SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND errors @> '[{\"name\": \"LeaseExpired\"}]'", [q])).rows[0].n;
-  assert.ok(swept >= 1, 'the killed worker\'s jobs were ended by the sweep');
+  const swept = (
+    await client.query('SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND errors @> \'[{"name": "LeaseExpired"}]\'', [q])
+  ).rows[0].n;
+  assert.ok(swept >= 1, "the killed worker's jobs were ended by the sweep");
 
   // Latency from the cancel to the handler's signal, for every handler that answered.
   const latenciesMs: number[] = [];
@@ -109,7 +121,9 @@ test(`cancel across 4 processes: ${JOBS} running jobs cancelled, each handler's 
   }
   latenciesMs.sort((a, b) => a - b);
   const p99 = latenciesMs[Math.ceil(latenciesMs.length * 0.99) - 1]!;
-  t.diagnostic(`${latenciesMs.length} handlers told; p50 ${latenciesMs[Math.floor(latenciesMs.length / 2)]!.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${latenciesMs.at(-1)!.toFixed(1)} ms; ${swept} swept`);
+  t.diagnostic(
+    `${latenciesMs.length} handlers told; p50 ${latenciesMs[Math.floor(latenciesMs.length / 2)]!.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${latenciesMs.at(-1)!.toFixed(1)} ms; ${swept} swept`,
+  );
   assert.ok(latenciesMs.length >= JOBS - CAP, `${latenciesMs.length} handlers heard of their cancel`);
   assert.ok(p99 < 1000, `p99 from cancel to signal ${p99.toFixed(1)} ms`);
 

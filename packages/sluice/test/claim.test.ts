@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AdmissionUnavailableError, LeaseLostError } from '../src/index.js';
 import { waitFor } from '@sluice/testkit';
-import { sqlFor } from '../src/db/sql.js';
+import { bindValues, sqlFor } from '../src/db/sql.js';
 import { makeSluice, manualClock, sqlClient, uniqueQueue } from './helpers.js';
 
 test('delayed jobs never start before runAt; higher priority first; oldest first within a priority', async () => {
@@ -18,12 +18,24 @@ test('delayed jobs never start before runAt; higher priority first; oldest first
   clock.advance(29_999);
   assert.deepEqual(await sluice.claim(q, { max: 10 }), []);
   clock.advance(1);
-  assert.deepEqual((await sluice.claim(q, { max: 10 })).map((j) => j.id), [at.id]);
+  assert.deepEqual(
+    (await sluice.claim(q, { max: 10 })).map((j) => j.id),
+    [at.id],
+  );
   clock.advance(30_000);
-  assert.deepEqual((await sluice.claim(q, { max: 10 })).map((j) => j.id), [delayed.id]);
+  assert.deepEqual(
+    (await sluice.claim(q, { max: 10 })).map((j) => j.id),
+    [delayed.id],
+  );
 
   const order: string[] = [];
-  for (const [name, priority] of [['low-1', 0], ['high-1', 5], ['low-2', 0], ['high-2', 5], ['mid', 2]] as const) {
+  for (const [name, priority] of [
+    ['low-1', 0],
+    ['high-1', 5],
+    ['low-2', 0],
+    ['high-2', 5],
+    ['mid', 2],
+  ] as const) {
     clock.advance(1000); // distinct creation and run times: "oldest" is well defined
     await sluice.send(q, name, { priority });
   }
@@ -45,7 +57,11 @@ test('retries: delays grow exponentially with jitter inside the documented bound
     assert.ok(job, `attempt ${attempt} was claimed`);
     assert.equal(job.attempts, attempt);
     const failedAt = clock.now().getTime();
-    const after = await sluice.fail(job.id, job.leaseToken, { message: `boom ${attempt}`, name: 'Error', stack: 'Error: boom\n    at test' });
+    const after = await sluice.fail(job.id, job.leaseToken, {
+      message: `boom ${attempt}`,
+      name: 'Error',
+      stack: 'Error: boom\n    at test',
+    });
     if (attempt < 4) {
       assert.equal(after.state, 'pending');
       const delay = after.runAt.getTime() - failedAt;
@@ -60,17 +76,23 @@ test('retries: delays grow exponentially with jitter inside the documented bound
   }
   const job = await sluice.get(id);
   assert.equal(job?.state, 'dead');
-  assert.deepEqual(job?.errors.map((e) => [e.attempt, e.message, e.workerId]), [
-    [1, 'boom 1', 'w1'], [2, 'boom 2', 'w2'], [3, 'boom 3', 'w3'], [4, 'boom 4', 'w4'],
-  ]);
+  assert.deepEqual(
+    job?.errors.map((e) => [e.attempt, e.message, e.workerId]),
+    [
+      [1, 'boom 1', 'w1'],
+      [2, 'boom 2', 'w2'],
+      [3, 'boom 3', 'w3'],
+      [4, 'boom 4', 'w4'],
+    ],
+  );
   assert.match(job!.errors[0]!.stack!, /at test/);
   assert.equal(dead.length, 1);
-  const record = sluice.log.find((r) => r.level === 'error');
+  const record = sluice.logged.find((r) => r.level === 'error');
   assert.ok(record, 'an error-level log record for the dead job');
   assert.deepEqual(record.obj, { queue: q, jobId: id, attempts: 4, lastError: 'boom 4' });
 });
 
-test('fencing: a worker whose lease was swept cannot complete, fail or heartbeat; the new holder\'s result stands', async () => {
+test("fencing: a worker whose lease was swept cannot complete, fail or heartbeat; the new holder's result stands", async () => {
   const clock = manualClock();
   const sluice = await makeSluice({ now: clock.now });
   const q = uniqueQueue();
@@ -120,33 +142,56 @@ test('the tick frees a cap slot held by a job that is not running it (finished, 
   const sluice = await makeSluice();
   const q = uniqueQueue();
   await sluice.queues.put(q, { concurrency: 4 });
-  const sent = await sluice.sendMany(q, Array.from({ length: 6 }, (_, i) => ({ data: i })));
+  const sent = await sluice.sendMany(
+    q,
+    Array.from({ length: 6 }, (_, i) => ({ data: i })),
+  );
   const claimed = await sluice.claim(q, { max: 2 });
   assert.equal(claimed.length, 2);
   const [running, done] = claimed as [(typeof claimed)[0], (typeof claimed)[0]];
   await sluice.complete(done.id, done.leaseToken, null);
   const held = async () =>
-    (await sluice.pool.query('SELECT n, job_id::text AS job FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL ORDER BY n', [q])).rows as { n: number; job: string }[];
+    (await sluice.pool.query('SELECT n, job_id::text AS job FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL ORDER BY n', [q]))
+      .rows as { n: number; job: string }[];
   const [own] = await held();
-  assert.deepEqual(own, { n: (await sluice.pool.query('SELECT slot FROM sluice.job WHERE id = $1', [running.id])).rows[0].slot, job: running.id });
+  assert.deepEqual(own, {
+    n: (await sluice.pool.query('SELECT slot FROM sluice.job WHERE id = $1', [running.id])).rows[0].slot,
+    job: running.id,
+  });
   // Three slots left behind, as a fault would leave them: by the completed job, by a job
   // that no longer exists, and by the running job, which holds another slot.
-  const free = (await sluice.pool.query('SELECT n FROM sluice.slot WHERE queue = $1 AND job_id IS NULL ORDER BY n', [q])).rows.map((r) => r.n as number);
+  const free = (await sluice.pool.query('SELECT n FROM sluice.slot WHERE queue = $1 AND job_id IS NULL ORDER BY n', [q])).rows.map(
+    (r) => r.n as number,
+  );
   assert.equal(free.length, 3);
-  await sluice.pool.query('UPDATE sluice.slot SET job_id = v.job FROM (VALUES ($2::int, $3::bigint), ($4, 999999999), ($5, $6)) v(n, job) WHERE queue = $1 AND slot.n = v.n', [
-    q, free[0], done.id, free[1], free[2], running.id,
-  ]);
+  await sluice.pool.query(
+    'UPDATE sluice.slot SET job_id = v.job FROM (VALUES ($2::int, $3::bigint), ($4, 999999999), ($5, $6)) v(n, job) WHERE queue = $1 AND slot.n = v.n',
+    [q, free[0], done.id, free[1], free[2], running.id],
+  );
   assert.equal((await sluice.claim(q, { max: 5 })).length, 0, 'the stray slots fill the cap');
 
   const events: { queue: string; slot: number; jobId: string }[][] = [];
   sluice.on('slots-freed', (slots) => events.push(slots));
   const tick = await sluice.runMaintenance();
   assert.equal(tick.slotsFreed, 3);
-  assert.deepEqual(events.flat().map((e) => [e.queue, e.jobId]).sort(), [[q, done.id], [q, '999999999'], [q, running.id]].sort());
+  assert.deepEqual(
+    events
+      .flat()
+      .map((e) => [e.queue, e.jobId])
+      .sort(),
+    [
+      [q, done.id],
+      [q, '999999999'],
+      [q, running.id],
+    ].sort(),
+  );
   assert.match(await sluice.metrics.registry.metrics(), new RegExp(`sluice_stray_slots_freed_total\\{queue="${q}"\\} 3`));
   assert.deepEqual(await held(), [own], "only the running job's own slot is still held");
-  const warning = sluice.log.find((r) => r.msg === 'sluice: freed cap slots held by jobs no longer running them');
-  assert.deepEqual((warning?.obj as { slots: { jobId: string }[] }).slots.map((s) => s.jobId).sort(), [done.id, '999999999', running.id].sort());
+  const warning = sluice.logged.find((r) => r.msg === 'sluice: freed cap slots held by jobs no longer running them');
+  assert.deepEqual(
+    (warning?.obj as { slots: { jobId: string }[] }).slots.map((s) => s.jobId).sort(),
+    [done.id, '999999999', running.id].sort(),
+  );
   assert.equal((await sluice.claim(q, { max: 5 })).length, 3, 'the cap has its room back');
   assert.equal((await sluice.runMaintenance()).slotsFreed, 0, 'slots held by running jobs are left alone');
   assert.equal(sent.length, 6);
@@ -157,7 +202,10 @@ test('fairness: with perKeyConcurrency 1, keys B and C start in the first claim 
   const sluice = await makeSluice({ now: clock.now });
   const q = uniqueQueue();
   await sluice.queues.put(q, { perKeyConcurrency: 1 });
-  await sluice.sendMany(q, Array.from({ length: 1000 }, (_, i) => ({ data: i, key: 'A' })));
+  await sluice.sendMany(
+    q,
+    Array.from({ length: 1000 }, (_, i) => ({ data: i, key: 'A' })),
+  );
   clock.advance(1000);
   await sluice.send(q, 'b', { key: 'B' });
   await sluice.send(q, 'c', { key: 'C' });
@@ -167,7 +215,10 @@ test('fairness: with perKeyConcurrency 1, keys B and C start in the first claim 
   const a = first.find((j) => j.key === 'A')!;
   await sluice.complete(a.id, a.leaseToken);
   const next = await sluice.claim(q, { max: 3 });
-  assert.deepEqual(next.map((j) => j.key), ['A']);
+  assert.deepEqual(
+    next.map((j) => j.key),
+    ['A'],
+  );
   assert.equal(next[0]!.data, 1, "A's jobs run oldest first");
 });
 
@@ -191,14 +242,20 @@ test('per-key claims: a batch takes one turn per key across many keys, fills up 
   const sluice = await makeSluice();
   const many = uniqueQueue();
   await sluice.queues.put(many, { perKeyConcurrency: 5 });
-  await sluice.sendMany(many, Array.from({ length: 5000 }, (_, i) => ({ data: i, key: `k${i % 100}` })));
+  await sluice.sendMany(
+    many,
+    Array.from({ length: 5000 }, (_, i) => ({ data: i, key: `k${i % 100}` })),
+  );
   const spread = await sluice.claim(many, { max: 20 });
   assert.equal(spread.length, 20);
   assert.equal(new Set(spread.map((j) => j.key)).size, 20, 'twenty keys, one job each');
 
   const few = uniqueQueue();
   await sluice.queues.put(few, { perKeyConcurrency: 5 });
-  await sluice.sendMany(few, Array.from({ length: 400 }, (_, i) => ({ data: i, key: `k${i % 4}` })));
+  await sluice.sendMany(
+    few,
+    Array.from({ length: 400 }, (_, i) => ({ data: i, key: `k${i % 4}` })),
+  );
   const full = await sluice.claim(few, { max: 20 });
   assert.equal(full.length, 20);
   for (const k of ['k0', 'k1', 'k2', 'k3']) assert.equal(full.filter((j) => j.key === k).length, 5);
@@ -206,7 +263,10 @@ test('per-key claims: a batch takes one turn per key across many keys, fills up 
   await sluice.send(many, 'no key');
   // One turn for each of the 100 keys, then the keyless job's (it is the newest).
   const next = await sluice.claim(many, { max: 101 });
-  assert.ok(next.some((j) => j.key === null), 'the keyless job takes its turn');
+  assert.ok(
+    next.some((j) => j.key === null),
+    'the keyless job takes its turn',
+  );
 });
 
 test('per-key claims read past a key whose jobs all wait for later (backed-off retries) in a few index entries, not all of them', async () => {
@@ -216,7 +276,10 @@ test('per-key claims read past a key whose jobs all wait for later (backed-off r
   // Key "a" holds 10,000 jobs due in an hour, at two priorities; "b" one ready job; "c" a
   // ready job behind a later one of higher priority.
   for (let i = 0; i < 10; i++) {
-    await sluice.sendMany(q, Array.from({ length: 1000 }, (_, j) => ({ data: j, key: 'a', delayMs: 3_600_000, priority: j % 2 })));
+    await sluice.sendMany(
+      q,
+      Array.from({ length: 1000 }, (_, j) => ({ data: j, key: 'a', delayMs: 3_600_000, priority: j % 2 })),
+    );
   }
   await sluice.send(q, 'b', { key: 'b' });
   await sluice.send(q, 'c-later', { key: 'c', delayMs: 3_600_000, priority: 5 });
@@ -235,12 +298,16 @@ test('per-key claims read past a key whose jobs all wait for later (backed-off r
   }
 });
 
-test('cap slots: every way out of active frees the slot (complete, fail, a cancelled job\'s end), and a freed slot is claimable at once', async () => {
+test("cap slots: every way out of active frees the slot (complete, fail, a cancelled job's end), and a freed slot is claimable at once", async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();
   await sluice.queues.put(q, { concurrency: 1, maxAttempts: 5, backoff: { baseMs: 0, maxMs: 0 } });
-  await sluice.sendMany(q, Array.from({ length: 4 }, (_, i) => ({ data: i })));
-  const held = async () => (await sluice.pool.query('SELECT count(*)::int AS n FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [q])).rows[0].n;
+  await sluice.sendMany(
+    q,
+    Array.from({ length: 4 }, (_, i) => ({ data: i })),
+  );
+  const held = async () =>
+    (await sluice.pool.query('SELECT count(*)::int AS n FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [q])).rows[0].n;
   const [a] = await sluice.claim(q, { max: 5 });
   assert.deepEqual(await sluice.claim(q, { max: 5 }), [], 'the one slot is held');
   await sluice.complete(a!.id, a!.leaseToken);
@@ -254,20 +321,24 @@ test('cap slots: every way out of active frees the slot (complete, fail, a cance
   assert.deepEqual(await sluice.claim(q, { max: 5 }), [], 'the cancelled job still holds the slot');
   assert.equal((await sluice.fail(c!.id, c!.leaseToken, { message: 'stopped' })).state, 'cancelled');
   const [d] = await sluice.claim(q, { max: 5 });
-  assert.ok(d, 'the cancelled job\'s end freed the slot');
+  assert.ok(d, "the cancelled job's end freed the slot");
   assert.equal(await held(), 1);
   await sluice.complete(d!.id, d!.leaseToken);
   assert.equal(await held(), 0);
 });
 
-test('cap slots: a worker\'s batched completions free their slots with the batch; a job of a capped queue completed in another queue\'s batch frees its slot too', async () => {
+test("cap slots: a worker's batched completions free their slots with the batch; a job of a capped queue completed in another queue's batch frees its slot too", async () => {
   const sluice = await makeSluice();
   const capped = uniqueQueue();
   const plain = uniqueQueue();
   await sluice.queues.put(capped, { concurrency: 3 });
   await sluice.queues.put(plain, {});
-  await sluice.sendMany(capped, Array.from({ length: 60 }, (_, i) => ({ data: i })));
-  const held = async () => (await sluice.pool.query('SELECT count(*)::int AS n FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [capped])).rows[0].n;
+  await sluice.sendMany(
+    capped,
+    Array.from({ length: 60 }, (_, i) => ({ data: i })),
+  );
+  const held = async () =>
+    (await sluice.pool.query('SELECT count(*)::int AS n FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [capped])).rows[0].n;
   let peak = 0;
   let running = 0;
   const w = sluice.work(capped, { concurrency: 3 }, async () => {
@@ -297,9 +368,13 @@ test('cap slots: a fused completion hands its slots to its claim, and frees ever
   const sluice = await makeSluice();
   const q = uniqueQueue();
   await sluice.queues.put(q, { concurrency: 4 });
-  await sluice.sendMany(q, Array.from({ length: 5 }, (_, i) => ({ data: i })));
+  await sluice.sendMany(
+    q,
+    Array.from({ length: 5 }, (_, i) => ({ data: i })),
+  );
   const slots = async () =>
-    (await sluice.pool.query('SELECT n, job_id::text AS job FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL ORDER BY n', [q])).rows;
+    (await sluice.pool.query('SELECT n, job_id::text AS job FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL ORDER BY n', [q]))
+      .rows;
   /** Runs the fused statement in its own transaction; also returns how many slot rows it updated. */
   let slotWrites = 0;
   const completeAndClaim = async (jobs: { id: string; leaseToken: string }[], limit: number) => {
@@ -307,7 +382,8 @@ test('cap slots: a fused completion hands its slots to its claim, and frees ever
     try {
       // The counts not yet reported by this backend: read before and after the statement.
       const updates = async () =>
-        (await client.query("SELECT n_tup_upd::int AS n FROM pg_stat_xact_user_tables WHERE relid = 'sluice.slot'::regclass")).rows[0].n as number;
+        (await client.query("SELECT n_tup_upd::int AS n FROM pg_stat_xact_user_tables WHERE relid = 'sluice.slot'::regclass")).rows[0]
+          .n as number;
       await client.query('BEGIN');
       const before = await updates();
       const { rows } = await client.query(
@@ -328,15 +404,25 @@ test('cap slots: a fused completion hands its slots to its claim, and frees ever
   // Two done, two claimed: the same two slots, now held by the new jobs.
   const second = await completeAndClaim(first, 2);
   assert.equal(second.length, 2);
-  assert.deepEqual((await slots()).map((r) => r.n), before.map((r) => r.n), 'the slots in hand were handed over');
+  assert.deepEqual(
+    (await slots()).map((r) => r.n),
+    before.map((r) => r.n),
+    'the slots in hand were handed over',
+  );
   assert.deepEqual((await slots()).map((r) => r.job).sort(), second.map((j) => j.id).sort());
   assert.equal(slotWrites, 2, 'one row write per slot handed over (not freed, taken and assigned again)');
   // Two done, one job left: one slot handed over, the other freed.
   const third = await completeAndClaim(second, 2);
   assert.equal(third.length, 1);
-  assert.deepEqual((await slots()).map((r) => r.job), [third[0]!.id]);
+  assert.deepEqual(
+    (await slots()).map((r) => r.job),
+    [third[0]!.id],
+  );
   // Asking for none (a worker with no free slot): the slot in hand freed.
-  await sluice.sendMany(q, Array.from({ length: 10 }, (_, i) => ({ data: i })));
+  await sluice.sendMany(
+    q,
+    Array.from({ length: 10 }, (_, i) => ({ data: i })),
+  );
   assert.deepEqual(await completeAndClaim(third, 0), []);
   assert.deepEqual(await slots(), []);
   // Paused: nothing claimed, the slot in hand freed.
@@ -349,19 +435,30 @@ test('cap slots: a fused completion hands its slots to its claim, and frees ever
   // Four running, cap lowered to 2: their slots 3 and 4 are above it and never handed over,
   // and the claim gets only the room the cap has left.
   const four = await sluice.claim(q, { max: 4 });
-  assert.deepEqual((await slots()).map((r) => r.n), [1, 2, 3, 4]);
+  assert.deepEqual(
+    (await slots()).map((r) => r.n),
+    [1, 2, 3, 4],
+  );
   await sluice.queues.put(q, { concurrency: 2 });
   const slotOf = new Map(
-    (await sluice.pool.query('SELECT id::text, slot FROM sluice.job WHERE id = ANY ($1::bigint[])', [four.map((j) => j.id)])).rows.map((r) => [r.id, r.slot]),
+    (await sluice.pool.query('SELECT id::text, slot FROM sluice.job WHERE id = ANY ($1::bigint[])', [four.map((j) => j.id)])).rows.map(
+      (r) => [r.id, r.slot],
+    ),
   );
   const high = four.filter((j) => slotOf.get(j.id) > 2);
   assert.equal(high.length, 2);
   assert.deepEqual(await completeAndClaim(high, 2), [], 'two still running on slots 1 and 2: no room');
-  assert.deepEqual((await slots()).map((r) => r.n), [1, 2]);
+  assert.deepEqual(
+    (await slots()).map((r) => r.n),
+    [1, 2],
+  );
   const low = four.filter((j) => slotOf.get(j.id) <= 2);
   const next = await completeAndClaim(low, 2);
   assert.equal(next.length, 2);
-  assert.deepEqual((await slots()).map((r) => r.n), [1, 2]);
+  assert.deepEqual(
+    (await slots()).map((r) => r.n),
+    [1, 2],
+  );
   assert.equal((await sluice.stats(q)).active, 2);
 });
 
@@ -369,26 +466,35 @@ test('cap slots: jobs claimed ahead wait with slot 0 outside the cap; a completi
   const sluice = await makeSluice();
   const q = uniqueQueue();
   await sluice.queues.put(q, { concurrency: 2 });
-  await sluice.sendMany(q, Array.from({ length: 10 }, (_, i) => ({ data: i })));
+  await sluice.sendMany(
+    q,
+    Array.from({ length: 10 }, (_, i) => ({ data: i })),
+  );
   type Leased = { id: string; token: string; slot: number | null };
   const held = async () =>
-    (await sluice.pool.query('SELECT n, job_id::text AS job FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL ORDER BY n', [q])).rows as { n: number; job: string }[];
+    (await sluice.pool.query('SELECT n, job_id::text AS job FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL ORDER BY n', [q]))
+      .rows as { n: number; job: string }[];
   const claim = async (limit: number, ahead: number): Promise<Leased[]> =>
-    (await sluice.pool.query("SELECT id::text, lease_token AS token, slot FROM sluice.claim($1, $2, 'w', NULL, $3)", [q, limit, ahead])).rows;
+    (await sluice.pool.query("SELECT id::text, lease_token AS token, slot FROM sluice.claim($1, $2, 'w', NULL, $3)", [q, limit, ahead]))
+      .rows;
   /** Completes `done` and moves `move` (in that order), as a worker with nothing to claim for. */
   const completeAndMove = async (done: Leased[], move: Leased[]) => {
     const { rows } = await sluice.pool.query(
-      "SELECT completed, moved FROM sluice.complete_and_move($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, $5::bigint[], $6::uuid[])",
+      'SELECT completed, moved FROM sluice.complete_and_move($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, $5::bigint[], $6::uuid[])',
       [done.map((j) => j.id), done.map((j) => j.token), done.map(() => 'null'), q, move.map((j) => j.id), move.map((j) => j.token)],
     );
     return { completed: rows[0].completed.map(String) as string[], moved: rows[0].moved.map(String) as string[] };
   };
-  const slotOf = async (j: Leased) => (await sluice.pool.query('SELECT slot FROM sluice.job WHERE id = $1', [j.id])).rows[0].slot as number | null;
+  const slotOf = async (j: Leased) =>
+    (await sluice.pool.query('SELECT slot FROM sluice.job WHERE id = $1', [j.id])).rows[0].slot as number | null;
 
   // Two for the free slots, three ahead: the three wait with slot 0 and hold no slot.
   const [a1, a2, ...waiting] = await claim(2, 3);
   assert.deepEqual([a1!.slot, a2!.slot].sort(), [1, 2]);
-  assert.deepEqual(waiting.map((j) => j.slot), [0, 0, 0]);
+  assert.deepEqual(
+    waiting.map((j) => j.slot),
+    [0, 0, 0],
+  );
   assert.equal((await held()).length, 2);
   assert.deepEqual(
     { active: (await sluice.stats(q)).active, claimedAhead: (await sluice.stats(q)).claimedAhead },
@@ -410,7 +516,10 @@ test('cap slots: jobs claimed ahead wait with slot 0 outside the cap; a completi
   await sluice.cancel(w2.id);
   assert.equal((await sluice.fail(w2.id, w2.token, { message: 'cancelled' })).state, 'cancelled');
   assert.deepEqual(await completeAndMove([a2!], [w2]), { completed: [a2!.id], moved: [] });
-  assert.deepEqual((await held()).map((r) => r.job), [w1.id]);
+  assert.deepEqual(
+    (await held()).map((r) => r.job),
+    [w1.id],
+  );
 
   // Promotion: nothing completed, a free slot taken for a waiting job.
   assert.deepEqual(await completeAndMove([], [w3]), { completed: [], moved: [w3.id] });
@@ -435,10 +544,16 @@ test('cap slots: jobs claimed ahead wait with slot 0 outside the cap; a completi
   assert.deepEqual(await claim(0, 2), [], 'no jobs ahead while a slot above the cap is held');
   // w4 ends with no job waiting for its slot: the slot above the cap is freed.
   assert.deepEqual(await completeAndMove([w4], []), { completed: [w4.id], moved: [] });
-  assert.deepEqual((await held()).map((r) => [r.n, r.job]), [[1, low.id]]);
+  assert.deepEqual(
+    (await held()).map((r) => [r.n, r.job]),
+    [[1, low.id]],
+  );
   // The slot under the cap is handed over; with the cap full, a job is again claimed ahead.
   assert.deepEqual(await completeAndMove([low], [w5]), { completed: [low.id], moved: [w5.id] });
-  assert.deepEqual((await held()).map((r) => [r.n, r.job]), [[1, w5.id]]);
+  assert.deepEqual(
+    (await held()).map((r) => [r.n, r.job]),
+    [[1, w5.id]],
+  );
   const [w6] = (await claim(0, 1)) as [Leased];
   assert.equal(w6.slot, 0);
 
@@ -452,9 +567,14 @@ test('cap slots: a flush and a move that lock the same waiting jobs take them in
   const sluice = await makeSluice();
   const q = uniqueQueue();
   await sluice.queues.put(q, { concurrency: 2 });
-  await sluice.sendMany(q, Array.from({ length: 4 }, (_, i) => ({ data: i })));
+  await sluice.sendMany(
+    q,
+    Array.from({ length: 4 }, (_, i) => ({ data: i })),
+  );
   type Leased = { id: string; token: string; slot: number };
-  const claimed: Leased[] = (await sluice.pool.query("SELECT id::text, lease_token AS token, slot FROM sluice.claim($1, 2, 'w', NULL, 2)", [q])).rows;
+  const claimed: Leased[] = (
+    await sluice.pool.query("SELECT id::text, lease_token AS token, slot FROM sluice.claim($1, 2, 'w', NULL, 2)", [q])
+  ).rows;
   const running = claimed.filter((j) => j.slot !== 0);
   const [w1, w2] = claimed.filter((j) => j.slot === 0).sort((a, b) => Number(BigInt(a.id) - BigInt(b.id))) as [Leased, Leased];
   assert.equal(running.length, 2);
@@ -469,14 +589,34 @@ test('cap slots: a flush and a move that lock the same waiting jobs take them in
     await flush.query('SELECT 1 FROM sluice.job WHERE id = $1 FOR UPDATE', [w1.id]);
     const moverPid = (await mover.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
     const move = mover.query(
-      "SELECT completed, moved FROM sluice.complete_and_move($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, $5::bigint[], $6::uuid[])",
+      'SELECT completed, moved FROM sluice.complete_and_move($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, $5::bigint[], $6::uuid[])',
       [running.map((j) => j.id), running.map((j) => j.token), running.map(() => 'null'), q, [w2.id, w1.id], [w2.token, w1.token]],
     );
-    const outcome = move.then(() => 'done', (err: Error) => err.message);
-    await waitFor(async () => (await sluice.pool.query('SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1', [moverPid])).rows[0]?.wait_event_type === 'Lock', { message: 'the move waits for the flush' });
+    const outcome = move.then(
+      () => 'done',
+      (err: Error) => err.message,
+    );
+    await waitFor(
+      async () =>
+        (await sluice.pool.query('SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1', [moverPid])).rows[0]?.wait_event_type ===
+        'Lock',
+      { message: 'the move waits for the flush' },
+    );
     // The flush goes on to w2. Had the move locked w2 first, each would wait for the other.
     const completeMany = sqlFor('sluice').query('JobCompleteMany');
-    const done = await flush.query(completeMany.text, [[w1.id, w2.id], [w1.token, w2.token], ['null', 'null'], null, false]);
+    const done = await flush.query(
+      completeMany.text,
+      bindValues(completeMany, {
+        ids: [w1.id, w2.id],
+        tokens: [w1.token, w2.token],
+        results: ['null', 'null'],
+        now: null,
+        notify: false,
+        reportIds: null,
+        reportTokens: null,
+        reportAgesMs: null,
+      }),
+    );
     assert.deepEqual(done.rows.map((r) => String(r.id)).sort(), [w1.id, w2.id].sort());
     await flush.query('COMMIT');
     assert.equal(await outcome, 'done');
@@ -496,13 +636,20 @@ test('cap slots: a completion that waited for the statement moving its job into 
   const sluice = await makeSluice();
   const q = uniqueQueue();
   await sluice.queues.put(q, { concurrency: 1 });
-  await sluice.sendMany(q, Array.from({ length: 4 }, (_, i) => ({ data: i })));
+  await sluice.sendMany(
+    q,
+    Array.from({ length: 4 }, (_, i) => ({ data: i })),
+  );
   type Leased = { id: string; token: string; slot: number };
-  const [a, w, c] = (await sluice.pool.query("SELECT id::text, lease_token AS token, slot FROM sluice.claim($1, 1, 'w', NULL, 2) ORDER BY slot DESC, id", [q])).rows as [Leased, Leased, Leased];
+  const [a, w, c] = (
+    await sluice.pool.query("SELECT id::text, lease_token AS token, slot FROM sluice.claim($1, 1, 'w', NULL, 2) ORDER BY slot DESC, id", [
+      q,
+    ])
+  ).rows as [Leased, Leased, Leased];
   assert.deepEqual([a.slot, w.slot, c.slot], [1, 0, 0]);
   const completeAndMove = (client: { query: typeof sluice.pool.query }, done: Leased[], move: Leased[]) =>
     client.query(
-      "SELECT completed, moved FROM sluice.complete_and_move($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, $5::bigint[], $6::uuid[])",
+      'SELECT completed, moved FROM sluice.complete_and_move($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, $5::bigint[], $6::uuid[])',
       [done.map((j) => j.id), done.map((j) => j.token), done.map(() => 'null'), q, move.map((j) => j.id), move.map((j) => j.token)],
     );
 
@@ -518,20 +665,30 @@ test('cap slots: a completion that waited for the statement moving its job into 
     assert.deepEqual([first.completed.map(String), first.moved.map(String)], [[a.id], [w.id]]);
     const nextPid = (await next.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
     const second = completeAndMove(next, [w], [c]);
-    const outcome = second.then(() => 'done', (err: Error) => err.message);
-    await waitFor(async () => (await sluice.pool.query('SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1', [nextPid])).rows[0]?.wait_event_type === 'Lock', {
-      message: "the second statement waits for w's row",
-    });
+    const outcome = second.then(
+      () => 'done',
+      (err: Error) => err.message,
+    );
+    await waitFor(
+      async () =>
+        (await sluice.pool.query('SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1', [nextPid])).rows[0]?.wait_event_type ===
+        'Lock',
+      {
+        message: "the second statement waits for w's row",
+      },
+    );
     await mover.query('COMMIT');
     assert.equal(await outcome, 'done');
     const { completed, moved } = (await second).rows[0];
     assert.deepEqual(completed.map(String), [w.id]);
-    assert.deepEqual(moved.map(String), [c.id], "c takes over the slot w held: the cap has room for it");
+    assert.deepEqual(moved.map(String), [c.id], 'c takes over the slot w held: the cap has room for it');
   } finally {
     mover.release();
     next.release();
   }
-  const { rows: held } = await sluice.pool.query('SELECT n, job_id::text AS job FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [q]);
+  const { rows: held } = await sluice.pool.query('SELECT n, job_id::text AS job FROM sluice.slot WHERE queue = $1 AND job_id IS NOT NULL', [
+    q,
+  ]);
   assert.deepEqual(held, [{ n: 1, job: c.id }], 'the one slot is held by c, not left with the completed w');
   await sluice.complete(c.id, c.token, null);
   assert.equal((await sluice.claim(q)).length, 1, 'with c done, the slot is free for the last job');
@@ -553,7 +710,15 @@ test('plans a connection cached while its queues were empty stay primary-key and
   const completeAndClaim = async (q: string, held: Held[], ahead = 0, waiting: Held[] = []): Promise<Held[]> => {
     const { rows } = await client.query(
       "SELECT completed, moved, job FROM sluice.complete_and_claim($1::bigint[], $2::uuid[], $3::jsonb[], NULL, false, $4, 10, 'w', $5, $6::bigint[], $7::uuid[])",
-      [held.map((j) => j.id), held.map((j) => j.token), held.map(() => 'null'), q, ahead, waiting.map((j) => j.id), waiting.map((j) => j.token)],
+      [
+        held.map((j) => j.id),
+        held.map((j) => j.token),
+        held.map(() => 'null'),
+        q,
+        ahead,
+        waiting.map((j) => j.id),
+        waiting.map((j) => j.token),
+      ],
     );
     lastMoved = rows[0].moved.length;
     return rows.filter((r) => r.job).map((r) => ({ id: String(r.job.id), token: r.job.lease_token as string, slot: r.job.slot }));
@@ -565,7 +730,11 @@ test('plans a connection cached while its queues were empty stay primary-key and
     assert.deepEqual(await completeAndClaim(plain, []), []);
   }
   for (const q of [capped, plain]) {
-    for (let i = 0; i < 20; i++) await sluice.sendMany(q, Array.from({ length: 1000 }, (_, j) => ({ data: j })));
+    for (let i = 0; i < 20; i++)
+      await sluice.sendMany(
+        q,
+        Array.from({ length: 1000 }, (_, j) => ({ data: j })),
+      );
   }
   const indexes = ['sluice.job_pkey', 'sluice.job_ready_idx', 'sluice.job_active_idx', 'sluice.job_finished_idx', 'sluice.slot_pkey'];
   for (const q of [capped, plain]) {
@@ -605,7 +774,7 @@ test('plans a connection cached while its queues were empty stay primary-key and
   }
 });
 
-test('a lone claim commits without waiting for its flush only on a queue without caps, and only as its transaction\'s first write', async () => {
+test("a lone claim commits without waiting for its flush only on a queue without caps, and only as its transaction's first write", async () => {
   // What a worker sends when it claims without completions, run inside a transaction so
   // that the setting its commit would use can be read back.
   const sluice = await makeSluice();
@@ -615,7 +784,11 @@ test('a lone claim commits without waiting for its flush only on a queue without
   await sluice.queues.put(plain, {});
   await sluice.queues.put(capped, { concurrency: 5 });
   await sluice.queues.put(perKey, { perKeyConcurrency: 1 });
-  for (const q of [plain, capped, perKey]) await sluice.sendMany(q, [{ data: 1, key: 'a' }, { data: 2, key: 'b' }]);
+  for (const q of [plain, capped, perKey])
+    await sluice.sendMany(q, [
+      { data: 1, key: 'a' },
+      { data: 2, key: 'b' },
+    ]);
   const claim = sqlFor('sluice').query('JobClaim');
   const client = await sqlClient();
   // The server's default may be either (the test server runs without flushes at all).
@@ -624,7 +797,17 @@ test('a lone claim commits without waiting for its flush only on a queue without
     await client.query('BEGIN');
     try {
       if (before) await client.query(before);
-      const { rowCount } = await client.query({ text: claim.text, values: [q, 1, 'w', null, 0] });
+      const values = bindValues(claim, {
+        queue: q,
+        limit: 1,
+        workerId: 'w',
+        now: null,
+        ahead: 0,
+        reportIds: null,
+        reportTokens: null,
+        reportAgesMs: null,
+      });
+      const { rowCount } = await client.query({ text: claim.text, values });
       const { rows } = await client.query("SELECT current_setting('synchronous_commit') AS mode");
       return { claimed: rowCount ?? 0, mode: rows[0].mode };
     } finally {
@@ -633,7 +816,7 @@ test('a lone claim commits without waiting for its flush only on a queue without
   };
   assert.deepEqual(await commitMode(plain), { claimed: 1, mode: 'off' });
   assert.deepEqual(await commitMode(capped), { claimed: 1, mode: 'on' }, 'a lost claim would free a slot its job still runs in');
-  assert.deepEqual(await commitMode(perKey), { claimed: 1, mode: 'on' }, 'a lost claim would free its key\'s room');
+  assert.deepEqual(await commitMode(perKey), { claimed: 1, mode: 'on' }, "a lost claim would free its key's room");
   assert.deepEqual(
     await commitMode(plain, `UPDATE sluice.queue SET updated_at = updated_at WHERE name = '${plain}'`),
     { claimed: 1, mode: 'on' },
@@ -648,7 +831,10 @@ test('cap slots: a cap lowered below the running count drains to it; a cap set o
   const sluice = await makeSluice();
   const q = uniqueQueue();
   await sluice.queues.put(q, { concurrency: 4 });
-  await sluice.sendMany(q, Array.from({ length: 20 }, (_, i) => ({ data: i })));
+  await sluice.sendMany(
+    q,
+    Array.from({ length: 20 }, (_, i) => ({ data: i })),
+  );
   const running = await sluice.claim(q, { max: 10 });
   assert.equal(running.length, 4);
   await sluice.queues.put(q, { concurrency: 2 });
@@ -661,7 +847,10 @@ test('cap slots: a cap lowered below the running count drains to it; a cap set o
 
   const open = uniqueQueue();
   await sluice.queues.put(open, {});
-  await sluice.sendMany(open, Array.from({ length: 10 }, (_, i) => ({ data: i })));
+  await sluice.sendMany(
+    open,
+    Array.from({ length: 10 }, (_, i) => ({ data: i })),
+  );
   const before = await sluice.claim(open, { max: 3 });
   await sluice.queues.put(open, { concurrency: 2 });
   assert.deepEqual(await sluice.claim(open, { max: 10 }), [], 'the 3 running jobs count against the new cap of 2');
@@ -705,8 +894,22 @@ test('stats count every state and the lag of the oldest ready job', async () => 
   clock.advance(5000);
   const stats = await sluice.stats(q);
   assert.deepEqual(stats, {
-    queue: q, ready: 0, scheduled: 1, waiting: 0, active: 1, claimedAhead: 1, completed: 1, cancelled: 1, dead: 1,
-    oldestReadyAgeSeconds: 0, concurrency: 7, paused: false, rateUse: null, budgetUse: null, heldBack: 0,
+    queue: q,
+    ready: 0,
+    scheduled: 1,
+    waiting: 0,
+    active: 1,
+    claimedAhead: 1,
+    completed: 1,
+    cancelled: 1,
+    dead: 1,
+    oldestReadyAgeSeconds: 0,
+    concurrency: 7,
+    paused: false,
+    rateUse: null,
+    budgetUse: null,
+    heldBack: 0,
+    estimated: [],
   });
   assert.ok(b);
   await sluice.send(q, 'lagging');
@@ -714,7 +917,7 @@ test('stats count every state and the lag of the oldest ready job', async () => 
   assert.equal((await sluice.stats(q)).oldestReadyAgeSeconds, 12);
 });
 
-test('fail closed: a claim that cannot take its cap slots or its key\'s lock claims nothing; when admission cannot count, nothing is sent', async () => {
+test("fail closed: a claim that cannot take its cap slots or its key's lock claims nothing; when admission cannot count, nothing is sent", async () => {
   const sluice = await makeSluice({ statementTimeoutMs: 300 });
   const capped = uniqueQueue();
   const perKey = uniqueQueue();
@@ -732,12 +935,22 @@ test('fail closed: a claim that cannot take its cap slots or its key\'s lock cla
   try {
     assert.deepEqual(await sluice.claim(capped, { max: 2 }), [], 'no free slot it can take: nothing claimed, without waiting');
     assert.deepEqual(await sluice.claim(perKey, { max: 2 }), [], 'its only key is being served by another claim: skipped, without waiting');
-    await assert.rejects(sluice.send(capped, {}), (err: unknown) => err instanceof AdmissionUnavailableError && /statement timeout/.test(err.message));
+    await assert.rejects(
+      sluice.send(capped, {}),
+      (err: unknown) => err instanceof AdmissionUnavailableError && /statement timeout/.test(err.message),
+    );
     const { rows } = await holder.query(
       'SELECT queue, state, count(*)::int AS n FROM sluice.job WHERE queue IN ($1, $2) GROUP BY queue, state ORDER BY queue = $1 DESC',
       [capped, perKey],
     );
-    assert.deepEqual(rows, [{ queue: capped, state: 'pending', n: 1 }, { queue: perKey, state: 'pending', n: 1 }], 'nothing claimed, nothing added');
+    assert.deepEqual(
+      rows,
+      [
+        { queue: capped, state: 'pending', n: 1 },
+        { queue: perKey, state: 'pending', n: 1 },
+      ],
+      'nothing claimed, nothing added',
+    );
   } finally {
     await holder.query('ROLLBACK');
   }
@@ -750,7 +963,10 @@ test('fail closed: with the database unreachable, sends and claims throw', async
   const { memoryLogger } = await import('./helpers.js');
   const sluice = new Sluice({ connectionString: 'postgres://nobody@127.0.0.1:1/none', logger: memoryLogger() });
   try {
-    await assert.rejects(sluice.send('q', {}), (err: unknown) => err instanceof AdmissionUnavailableError && /ECONNREFUSED|connect/.test(err.message));
+    await assert.rejects(
+      sluice.send('q', {}),
+      (err: unknown) => err instanceof AdmissionUnavailableError && /ECONNREFUSED|connect/.test(err.message),
+    );
     await assert.rejects(sluice.claim('q'), /ECONNREFUSED|connect/);
   } finally {
     await sluice.close();
@@ -766,7 +982,15 @@ test('maintenance: a tick never overlaps itself, and runs in one process at a ti
   await other.query('BEGIN');
   await other.query("SELECT pg_advisory_xact_lock(hashtext('sluice.maintenance'))");
   try {
-    assert.deepEqual(await sluice.runMaintenance(), { ran: false, skipped: 'locked', swept: 0, dead: 0, slotsFreed: 0, scheduled: 0, pruned: 0 });
+    assert.deepEqual(await sluice.runMaintenance(), {
+      ran: false,
+      skipped: 'locked',
+      swept: 0,
+      dead: 0,
+      slotsFreed: 0,
+      scheduled: 0,
+      pruned: 0,
+    });
   } finally {
     await other.query('ROLLBACK');
   }
@@ -787,10 +1011,13 @@ test('throughput: completed and dead jobs per bucket over the window, zeros incl
   clock.advance(10_000);
   const buckets = await sluice.throughput(q, { windowSeconds: 120, bucketSeconds: 30 });
   assert.equal(buckets.length, 4);
-  assert.deepEqual(buckets.map((x) => [x.at.toISOString(), x.completed, x.dead]), [
-    ['2029-12-31T23:59:30.000Z', 0, 0],
-    ['2030-01-01T00:00:00.000Z', 1, 0],
-    ['2030-01-01T00:00:30.000Z', 0, 0],
-    ['2030-01-01T00:01:00.000Z', 1, 1],
-  ]);
+  assert.deepEqual(
+    buckets.map((x) => [x.at.toISOString(), x.completed, x.dead]),
+    [
+      ['2029-12-31T23:59:30.000Z', 0, 0],
+      ['2030-01-01T00:00:00.000Z', 1, 0],
+      ['2030-01-01T00:00:30.000Z', 0, 0],
+      ['2030-01-01T00:01:00.000Z', 1, 1],
+    ],
+  );
 });

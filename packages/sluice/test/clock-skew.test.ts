@@ -6,7 +6,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '@sluice/testkit';
-import { afterAll, makeSluice, manualClock, sqlClient, testDatabase, uniqueQueue } from './helpers.js';
+import { afterAll, makeSluice, sqlClient, testDatabase, uniqueQueue } from './helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/skewed-clock.ts', import.meta.url));
 const HOUR_MS = 3_600_000;
@@ -37,7 +37,10 @@ test('workers an hour ahead and an hour behind: leases are taken, and swept, on 
   const q = uniqueQueue('skew');
   const leaseSeconds = 3;
   await sluice.queues.put(q, { leaseSeconds, backoff: { baseMs: 0, maxMs: 0 } });
-  const jobs = await sluice.sendMany(q, Array.from({ length: 4 }, (_, i) => ({ data: i })));
+  const jobs = await sluice.sendMany(
+    q,
+    Array.from({ length: 4 }, (_, i) => ({ data: i })),
+  );
   // Each holds two jobs and never finishes them (no heartbeat), and ticks every 200 ms.
   const ahead = await skewedWorker(HOUR_MS, { url: db.url, queue: q, mode: 'hang', concurrency: 2, maintenanceIntervalMs: 200 });
   const behind = await skewedWorker(-HOUR_MS, { url: db.url, queue: q, mode: 'hang', concurrency: 2, maintenanceIntervalMs: 200 });
@@ -54,10 +57,10 @@ test('workers an hour ahead and an hour behind: leases are taken, and swept, on 
   }
 
   // Nobody heartbeats: every lease runs out and is swept by one of the skewed ticks.
-  await waitFor(
-    async () => (await Promise.all(jobs.map(({ id }) => sluice.get(id)))).every((j) => j?.errors.length === 1),
-    { timeoutMs: 60_000, message: 'all four leases swept' },
-  );
+  await waitFor(async () => (await Promise.all(jobs.map(({ id }) => sluice.get(id)))).every((j) => j?.errors.length === 1), {
+    timeoutMs: 60_000,
+    message: 'all four leases swept',
+  });
   for (const { id } of jobs) {
     const [err] = (await sluice.get(id))!.errors;
     assert.equal(err!.name, 'LeaseExpired');

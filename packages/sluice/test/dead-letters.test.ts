@@ -33,13 +33,25 @@ test('list dead jobs by queue, error text and time range, newest first, in pages
   assert.deepEqual(await ids({ since: new Date(clock.now().getTime() - 90_000) }), [b1, a2]);
   assert.deepEqual(await ids({ until: new Date(clock.now().getTime() - 90_000), queue: a }), [a1]);
   const first = await sluice.deadLetters.list({ limit: 2 });
-  assert.deepEqual(first.jobs.map((j) => j.id), [b1, a2]);
+  assert.deepEqual(
+    first.jobs.map((j) => j.id),
+    [b1, a2],
+  );
   const second = await sluice.deadLetters.list({ limit: 2, before: first.next! });
-  assert.deepEqual(second.jobs.map((j) => j.id), [a1]);
+  assert.deepEqual(
+    second.jobs.map((j) => j.id),
+    [a1],
+  );
   assert.equal(second.next, null);
   assert.equal(await sluice.deadLetters.count({ queue: a }), 2);
   const dead = (await sluice.get(a1))!;
-  assert.deepEqual(dead.errors.map((e) => [e.attempt, e.message]), [[1, 'Connection refused by SMTP'], [2, 'Connection refused by SMTP']]);
+  assert.deepEqual(
+    dead.errors.map((e) => [e.attempt, e.message]),
+    [
+      [1, 'Connection refused by SMTP'],
+      [2, 'Connection refused by SMTP'],
+    ],
+  );
   assert.ok(dead.errors.every((e) => e.startedAt && e.finishedAt && e.workerId === 'pull'));
   await assert.rejects(sluice.deadLetters.list({ since: new Date('nope') }), ValidationError);
   await assert.rejects(sluice.deadLetters.list({ before: 'x' }), ValidationError);
@@ -52,7 +64,10 @@ test('replay many by filter with progress, skipping singleton conflicts; purge b
   const killed: string[] = [];
   for (let i = 0; i < 7; i++) killed.push(await killJob(sluice, q, i < 5 ? `timeout ${i}` : `bad input ${i}`));
   const progress: [number, number][] = [];
-  const result = await sluice.deadLetters.replayMany({ queue: q, errorContains: 'timeout' }, { onProgress: (d, t) => progress.push([d, t]) });
+  const result = await sluice.deadLetters.replayMany(
+    { queue: q, errorContains: 'timeout' },
+    { onProgress: (d, t) => progress.push([d, t]) },
+  );
   assert.deepEqual(result, { replayed: 5, skipped: 0 });
   assert.deepEqual(progress.at(-1), [5, 5]);
   assert.equal((await sluice.stats(q)).ready, 5);
@@ -112,12 +127,16 @@ test("retention takes a job's links to its parents with it; a parent deleted fir
     await sluice.complete(job!.id, job!.leaseToken, null);
   }
   clock.advance(61_000);
-  assert.equal((await sluice.runMaintenance()).pruned, 1, 'the parent, past its queue\'s retention');
+  assert.equal((await sluice.runMaintenance()).pruned, 1, "the parent, past its queue's retention");
   assert.equal(await links(child!.id), 1, 'the child keeps its link to a parent deleted before it');
-  assert.deepEqual((await sluice.parents(child!.id)).map((p) => p.state), [null], 'and reads the parent as deleted');
+  assert.deepEqual(
+    (await sluice.parents(child!.id)).map((p) => p.state),
+    [null],
+    'and reads the parent as deleted',
+  );
   clock.advance(3600_000);
   assert.equal((await sluice.runMaintenance()).pruned, 2);
-  assert.equal(await links(child!.id), 0, 'the child\'s links went with it');
+  assert.equal(await links(child!.id), 0, "the child's links went with it");
   assert.equal(await sluice.get(other!.id), null);
 });
 
@@ -131,7 +150,10 @@ test('retention deletes finished jobs past their age in batches; archiving moves
   await sluice.queues.put(arc, { archive: true, retention: { completedSeconds: 60 } });
   assert.deepEqual((await sluice.queues.get(del))?.retention, { completedSeconds: 3600, cancelledSeconds: 86400, deadSeconds: 7200 });
   const complete = async (q: string, n: number) => {
-    await sluice.sendMany(q, Array.from({ length: n }, (_, i) => ({ data: i })));
+    await sluice.sendMany(
+      q,
+      Array.from({ length: n }, (_, i) => ({ data: i })),
+    );
     for (let left = n; left > 0; left -= 1000) {
       for (const job of await sluice.claim(q, { max: Math.min(left, 1000) })) await sluice.complete(job.id, job.leaseToken, 'ok');
     }
@@ -147,7 +169,9 @@ test('retention deletes finished jobs past their age in batches; archiving moves
   const after = await sluice.stats(del);
   assert.equal(after.completed, 0);
   assert.equal(after.dead, 1, 'dead jobs are kept longer');
-  const { rows } = await client.query('SELECT count(*)::int AS n, min(result::text) AS result FROM sluice.job_archive WHERE queue = $1', [arc]);
+  const { rows } = await client.query('SELECT count(*)::int AS n, min(result::text) AS result FROM sluice.job_archive WHERE queue = $1', [
+    arc,
+  ]);
   assert.deepEqual(rows[0], { n: 3, result: '"ok"' });
   clock.advance(3600_000);
   assert.equal((await sluice.runMaintenance()).pruned, 1);

@@ -23,26 +23,43 @@ test('pg_terminate_backend of the worker and listener connections: they reconnec
   await producer.queues.put(q, { concurrency: 3 });
   const runs = new Map<string, number>();
   const w = worker.work(q, { concurrency: 3, pollIntervalMs: 3_600_000 }, (job) => void runs.set(job.id, (runs.get(job.id) ?? 0) + 1));
-  const first = await producer.sendMany(q, Array.from({ length: 20 }, (_, i) => ({ data: i })));
+  const first = await producer.sendMany(
+    q,
+    Array.from({ length: 20 }, (_, i) => ({ data: i })),
+  );
   await waitFor(() => first.every((r) => runs.has(r.id)), { message: 'first batch done' });
   await waitFor(() => w.isIdle, { message: 'worker idle' });
   // Both connections up before the kill (on a busy host the listener can still be connecting).
   const db = await testDatabase();
   const admin = await sqlClient();
   await waitFor(
-    async () => (await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE 'victim%'", [db.name])).rows[0].n >= 2,
+    async () =>
+      (
+        await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE 'victim%'", [
+          db.name,
+        ])
+      ).rows[0].n >= 2,
     { message: 'the worker pool and listener connected' },
   );
 
   const killed = await terminate('victim');
   assert.ok(killed >= 2, `killed the pool and listener connections (${killed})`);
   // With a one-hour poll, only a resubscribed listener can hear about these jobs.
-  const second = await producer.sendMany(q, Array.from({ length: 20 }, (_, i) => ({ data: i })));
+  const second = await producer.sendMany(
+    q,
+    Array.from({ length: 20 }, (_, i) => ({ data: i })),
+  );
   await waitFor(() => second.every((r) => runs.has(r.id)), { timeoutMs: 30_000, message: 'second batch done after reconnect' });
   await w.stop();
-  assert.ok([...runs.values()].every((n) => n === 1), 'no job ran twice');
+  assert.ok(
+    [...runs.values()].every((n) => n === 1),
+    'no job ran twice',
+  );
   for (const { id } of [...first, ...second]) assert.equal((await producer.get(id))?.state, 'completed');
-  assert.ok(worker.log.some((r) => /listener disconnected|connection lost/.test(r.msg ?? '')), 'the loss was logged');
+  assert.ok(
+    worker.logged.some((r) => /listener disconnected|connection lost/.test(r.msg ?? '')),
+    'the loss was logged',
+  );
 });
 
 test('pg_terminate_backend mid-run, handlers in flight: the worker keeps going, and a notification after the kill still wakes it', async () => {
@@ -56,7 +73,10 @@ test('pg_terminate_backend mid-run, handlers in flight: the worker keeps going, 
     runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
     await new Promise((r) => setTimeout(r, 30));
   });
-  const sent = await producer.sendMany(q, Array.from({ length: 200 }, (_, i) => ({ data: i })));
+  const sent = await producer.sendMany(
+    q,
+    Array.from({ length: 200 }, (_, i) => ({ data: i })),
+  );
   await waitFor(() => runs.size >= 30, { message: 'the run is under way' });
 
   const killed = await terminate('midrun');
@@ -68,13 +88,20 @@ test('pg_terminate_backend mid-run, handlers in flight: the worker keeps going, 
   const db = await testDatabase();
   await waitFor(
     async () =>
-      (await admin.query("SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'midrun:listener' AND query LIKE 'LISTEN%'", [db.name]))
-        .rowCount,
+      (
+        await admin.query(
+          "SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'midrun:listener' AND query LIKE 'LISTEN%'",
+          [db.name],
+        )
+      ).rowCount,
     { timeoutMs: 60_000, message: 'the listener is back' },
   );
   await waitFor(() => w.isIdle, { message: 'worker idle' });
   const [late] = await producer.sendMany(q, [{ data: 'late' }]);
   await waitFor(() => runs.has(late!.id), { timeoutMs: 30_000, message: 'the notification woke the worker' });
   await w.stop();
-  assert.ok(sent.every(({ id }) => runs.get(id) === 1), 'no job ran twice');
+  assert.ok(
+    sent.every(({ id }) => runs.get(id) === 1),
+    'no job ran twice',
+  );
 });

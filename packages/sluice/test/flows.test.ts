@@ -4,6 +4,9 @@
 // is left waiting; released children keep their own queue's limits; a parent that ends dead
 // or cancelled cancels its children (or lets them run, when they ask to); bad flows are
 // refused with nothing written.
+//
+// The suite runs 400 flows and 4 kills (about 25 s here); SLUICE_TEST_FLOWS=1000
+// SLUICE_TEST_FLOW_KILLS=6 runs the size first measured (about 80 s on 2 shared cores).
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { test } from 'node:test';
@@ -13,9 +16,9 @@ import { FlowInvalidError, KeyLimitError, ParentNotFoundError, type FlowJob } fr
 import { forkFixture, makeSluice, sqlClient, testDatabase, uniqueQueue, type ForkedFixture } from './helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/flow-worker.ts', import.meta.url));
-const FLOWS = 1000;
+const FLOWS = Number(process.env.SLUICE_TEST_FLOWS ?? 400);
 const FAN_OUT = 10;
-const KILLS = 6;
+const KILLS = Number(process.env.SLUICE_TEST_FLOW_KILLS ?? 4);
 const FAN_CAP = 8;
 
 // A flow's jobs; with `root`, the jobs below an existing root job.
@@ -64,7 +67,8 @@ test(`${FLOWS} flows (a root, ${FAN_OUT} children, a fan-in) across 4 worker pro
   const workers: ForkedFixture<{ type: string }>[] = await Promise.all(Array.from({ length: 4 }, spawn));
   const killed: number[] = [];
   const completed = async () =>
-    (await client.query("SELECT count(*)::int AS n FROM sluice.job WHERE queue = ANY ($1) AND state = 'completed'", [queues])).rows[0].n as number;
+    (await client.query("SELECT count(*)::int AS n FROM sluice.job WHERE queue = ANY ($1) AND state = 'completed'", [queues])).rows[0]
+      .n as number;
   const total = FLOWS * (FAN_OUT + 2);
   const kills = async () => {
     for (let kill = 1; kill <= KILLS; kill++) {
@@ -113,7 +117,11 @@ test(`${FLOWS} flows (a root, ${FAN_OUT} children, a fan-in) across 4 worker pro
      HAVING count(r.*) FILTER (WHERE r.attempt = j.attempts) <> 1`,
     [queues],
   );
-  assert.equal(completing.rowCount, 0, `jobs without exactly one run of their last attempt: ${JSON.stringify(completing.rows.slice(0, 5))}`);
+  assert.equal(
+    completing.rowCount,
+    0,
+    `jobs without exactly one run of their last attempt: ${JSON.stringify(completing.rows.slice(0, 5))}`,
+  );
   const unexplained = await client.query(
     `SELECT r.job_id, r.attempt, r.pid, j.attempts, j.errors FROM flow_run r JOIN sluice.job j ON j.id = r.job_id
      WHERE r.attempt > j.attempts OR (r.attempt < j.attempts AND NOT r.pid = ANY ($1::int[]) AND NOT EXISTS (
@@ -121,7 +129,11 @@ test(`${FLOWS} flows (a root, ${FAN_OUT} children, a fan-in) across 4 worker pro
     [killed],
   );
   assert.equal(killed.length, KILLS);
-  assert.equal(unexplained.rowCount, 0, `runs that did not complete, in workers not killed (${killed}): ${JSON.stringify(unexplained.rows.slice(0, 3))}`);
+  assert.equal(
+    unexplained.rowCount,
+    0,
+    `runs that did not complete, in workers not killed (${killed.join(', ')}): ${JSON.stringify(unexplained.rows.slice(0, 3))}`,
+  );
   const twice = await client.query('SELECT job_id, attempt FROM flow_run GROUP BY job_id, attempt HAVING count(*) > 1');
   assert.equal(twice.rowCount, 0, 'one run per attempt');
   const fanIns = await client.query(
@@ -169,7 +181,9 @@ test(`${FLOWS} flows (a root, ${FAN_OUT} children, a fan-in) across 4 worker pro
   assert.equal(wrong.rowCount, 0, 'each fan-in read its parents results');
   const workedBy = await client.query('SELECT count(DISTINCT pid)::int AS n FROM flow_run');
   assert.ok(workedBy.rows[0].n >= 4 + 1, 'workers started after kills ran jobs too');
-  const extra = await client.query('SELECT count(*)::int AS n FROM flow_run r JOIN sluice.job j ON j.id = r.job_id WHERE r.attempt < j.attempts');
+  const extra = await client.query(
+    'SELECT count(*)::int AS n FROM flow_run r JOIN sluice.job j ON j.id = r.job_id WHERE r.attempt < j.attempts',
+  );
   console.log(
     `# ${FLOWS} flows, ${KILLS} kills: ${extra.rows[0].n} runs in killed workers, ${fanIns.rows[0].rerun} fan-ins run again; ` +
       `fan peak ${peak} of ${FAN_CAP}; children linked to a root ${JSON.stringify(linked.rows[0])}`,
@@ -193,14 +207,16 @@ test("children released by their parent keep their own queue's limits: per-key c
       token: string;
     }[];
   const complete = (jobs: { id: string; token: string }[], now: Date) =>
-    sluice.pool.query("SELECT * FROM sluice.complete_many($1::bigint[], $2::uuid[], array_fill('null'::jsonb, ARRAY[$3::int]), $4, false)", [
-      jobs.map((j) => j.id),
-      jobs.map((j) => j.token),
-      jobs.length,
-      now,
-    ]);
+    sluice.pool.query(
+      "SELECT * FROM sluice.complete_many($1::bigint[], $2::uuid[], array_fill('null'::jsonb, ARRAY[$3::int]), $4, false)",
+      [jobs.map((j) => j.id), jobs.map((j) => j.token), jobs.length, now],
+    );
   const childStates = async () =>
-    (await sluice.pool.query('SELECT state, count(*)::int AS n FROM sluice.job WHERE queue = $1 GROUP BY state ORDER BY state::text', [childQueue])).rows;
+    (
+      await sluice.pool.query('SELECT state, count(*)::int AS n FROM sluice.job WHERE queue = $1 GROUP BY state ORDER BY state::text', [
+        childQueue,
+      ])
+    ).rows;
 
   await sluice.flow([
     { ref: 'parent', queue: parentQueue, data: null },
@@ -222,7 +238,11 @@ test("children released by their parent keep their own queue's limits: per-key c
   await complete(second, at(5));
   assert.deepEqual(await claim(childQueue, at(1001)), [], 'a start exactly one period ago still counts');
   assert.equal((await claim(childQueue, at(1002))).length, 2, 'the window moved past the first two starts');
-  assert.deepEqual(await childStates(), [{ state: 'active', n: 2 }, { state: 'completed', n: 3 }, { state: 'pending', n: 1 }]);
+  assert.deepEqual(await childStates(), [
+    { state: 'active', n: 2 },
+    { state: 'completed', n: 3 },
+    { state: 'pending', n: 1 },
+  ]);
 });
 
 test("a flow's waiting children count against their key's maxPerKey from their send, so their release cannot pass it", async () => {
@@ -242,7 +262,10 @@ test("a flow's waiting children count against their key's maxPerKey from their s
   await sluice.send(childQueue, 'other', { key: 'other-tenant' });
   const [root] = await sluice.claim(parentQueue, { max: 1 });
   await sluice.complete(root!.id, root!.leaseToken, null);
-  const keyed = await sluice.pool.query("SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND key = 'tenant' AND state = 'pending'", [childQueue]);
+  const keyed = await sluice.pool.query(
+    "SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1 AND key = 'tenant' AND state = 'pending'",
+    [childQueue],
+  );
   assert.equal(keyed.rows[0].n, 2, 'released: the key holds its limit, not more');
 });
 
@@ -312,7 +335,13 @@ test('bad flows and unknown parents are refused, and nothing is written', async 
     (err: unknown) => err instanceof FlowInvalidError && err.code === 'flow_invalid' && /cycle: a → c → b → a/.test(err.message),
   );
   await assert.rejects(sluice.flow([{ ref: 'a', queue: q, data: 1, dependsOn: ['nope'] }]), FlowInvalidError);
-  await assert.rejects(sluice.flow([{ ref: 'a', queue: q, data: 1 }, { ref: 'a', queue: q, data: 2 }]), FlowInvalidError);
+  await assert.rejects(
+    sluice.flow([
+      { ref: 'a', queue: q, data: 1 },
+      { ref: 'a', queue: q, data: 2 },
+    ]),
+    FlowInvalidError,
+  );
   // The first job is written before the unknown parent is found: the transaction takes it back.
   await assert.rejects(
     sluice.flow([

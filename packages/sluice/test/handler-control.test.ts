@@ -23,7 +23,7 @@ test('Discard: the job is dead at the first attempt, with the reason, whatever a
   assert.equal(job?.state, 'dead');
   assert.equal(job?.attempts, 1);
   assert.deepEqual([job?.errors[0]?.name, job?.errors[0]?.message], ['Discard', 'the address cannot be mailed']);
-  assert.ok(sluice.log.some((r) => r.msg === 'sluice: job is dead (discarded by its handler)'));
+  assert.ok(sluice.logged.some((r) => r.msg === 'sluice: job is dead (discarded by its handler)'));
 });
 
 test('Snooze: the job waits again for the delay, its attempt given back and no error recorded; then it runs', async () => {
@@ -71,7 +71,10 @@ test('timeoutMs: the signal aborts with JobTimeout and the attempt fails, even i
   assert.equal(job?.timeoutMs, 150);
   assert.equal(job?.errors[0]?.name, 'JobTimeout');
   assert.equal(job?.result, null, 'the late result is not kept');
-  await assert.rejects(sluice.send(q, null, { timeoutMs: 0 }), (err: unknown) => err instanceof ValidationError && err.field === 'timeoutMs');
+  await assert.rejects(
+    sluice.send(q, null, { timeoutMs: 0 }),
+    (err: unknown) => err instanceof ValidationError && err.field === 'timeoutMs',
+  );
 });
 
 test('a timed-out handler that ignores its signal keeps its cap slot until it returns', async () => {

@@ -20,13 +20,13 @@ export function memoryLogger(): Logger & { records: LogRecord[] } {
 
 // Cleanups run after the whole file, newest first. Registered here, at module load, so
 // the hook belongs to the file and not to whichever test happens to call a helper.
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
+const cleanups: (() => unknown)[] = [];
 after(async () => {
   for (const fn of cleanups.reverse()) await fn();
 });
 
 /** Run `fn` after every test of the file has finished. */
-export function afterAll(fn: () => Promise<unknown> | unknown): void {
+export function afterAll(fn: () => unknown): void {
   cleanups.push(fn);
 }
 
@@ -42,11 +42,11 @@ export function testDatabase(): Promise<TestDatabase> {
 }
 
 /** A Sluice on this file's database, closed after the file. */
-export async function makeSluice(opts: Partial<SluiceOptions> = {}): Promise<Sluice & { log: LogRecord[] }> {
+export async function makeSluice(opts: Partial<SluiceOptions> = {}): Promise<Sluice & { logged: LogRecord[] }> {
   const db = await testDatabase();
   const logger = memoryLogger();
-  const sluice = new Sluice({ connectionString: db.url, logger, ...opts }) as Sluice & { log: LogRecord[] };
-  sluice.log = logger.records;
+  const sluice = new Sluice({ connectionString: db.url, logger, ...opts }) as Sluice & { logged: LogRecord[] };
+  sluice.logged = logger.records;
   afterAll(() => sluice.close({ timeoutMs: 5000 }));
   return sluice;
 }

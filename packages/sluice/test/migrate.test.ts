@@ -18,7 +18,10 @@ test('a fresh schema name is created and migrated, concurrently from several ins
     const results = await Promise.all(instances.map((s) => s.migrate()));
     const applied = results.flatMap((r) => r.applied).sort((a, b) => a - b);
     // Each migration was applied exactly once across the racing migrators.
-    assert.deepEqual(applied, Array.from({ length: results[0]!.version }, (_, i) => i + 1));
+    assert.deepEqual(
+      applied,
+      Array.from({ length: results[0]!.version }, (_, i) => i + 1),
+    );
     await instances[0]!.queues.put('q1', {});
     assert.equal((await instances[1]!.queues.get('q1'))?.name, 'q1');
   } finally {
@@ -40,7 +43,10 @@ test('refuses to run against a schema newer than it knows, or one never migrated
   }
   const fresh = new Sluice({ connectionString: db.url, schema: 'never_migrated', logger: memoryLogger() });
   try {
-    await assert.rejects(fresh.send('x', {}), (err: unknown) => err instanceof SchemaVersionError && /run sluice.migrate/.test(err.message));
+    await assert.rejects(
+      fresh.send('x', {}),
+      (err: unknown) => err instanceof SchemaVersionError && /run sluice.migrate/.test(err.message),
+    );
   } finally {
     await fresh.close();
   }
@@ -69,17 +75,57 @@ test('migrateSchema: a schema of the application, migrated by the same runner fr
   const v1 = { version: 1, name: 'orders', sql: 'CREATE TABLE app_schema.orders (id bigint PRIMARY KEY)' };
   const v2 = { version: 2, name: 'orders_note', sql: 'ALTER TABLE app_schema.orders ADD COLUMN note text' };
   const results = await Promise.all([1, 2, 3].map(() => migrateSchema(pool, { schema: 'app_schema', migrations: [v2, v1] })));
-  assert.deepEqual(results.flatMap((r) => r.applied).sort((a, b) => a - b), [1, 2], 'each migration applied once, in version order');
+  assert.deepEqual(
+    results.flatMap((r) => r.applied).sort((a, b) => a - b),
+    [1, 2],
+    'each migration applied once, in version order',
+  );
   assert.deepEqual(await migrateSchema(pool, { schema: 'app_schema', migrations: [v1, v2] }), { applied: [], version: 2 });
   await pool.query("INSERT INTO app_schema.orders (id, note) VALUES (1, 'ok')");
   // Numbering is checked before anything runs; an older release is refused a newer schema.
   await assert.rejects(migrateSchema(pool, { schema: 'app_schema', migrations: [v1, { ...v2, version: 3 }] }), SchemaVersionError);
-  await assert.rejects(migrateSchema(pool, { schema: 'app_schema', migrations: [v1] }), (err: unknown) => err instanceof SchemaVersionError && /newer/.test(err.message));
+  await assert.rejects(
+    migrateSchema(pool, { schema: 'app_schema', migrations: [v1] }),
+    (err: unknown) => err instanceof SchemaVersionError && /newer/.test(err.message),
+  );
   await assert.rejects(migrateSchema(pool, { schema: 'App', migrations: [v1] }), ValidationError);
   // A failing migration leaves nothing half-applied.
   const broken = { version: 3, name: 'broken', sql: 'ALTER TABLE app_schema.orders ADD COLUMN half int; SELECT no_such_function()' };
-  await assert.rejects(migrateSchema(pool, { schema: 'app_schema', migrations: [v1, v2, broken] }), (err: unknown) => err instanceof SchemaVersionError && /migration 3 \(broken\) failed/.test(err.message));
-  const { rows } = await pool.query("SELECT count(*)::int AS n FROM information_schema.columns WHERE table_schema = 'app_schema' AND column_name = 'half'");
+  await assert.rejects(
+    migrateSchema(pool, { schema: 'app_schema', migrations: [v1, v2, broken] }),
+    (err: unknown) => err instanceof SchemaVersionError && /migration 3 \(broken\) failed/.test(err.message),
+  );
+  const { rows } = await pool.query(
+    "SELECT count(*)::int AS n FROM information_schema.columns WHERE table_schema = 'app_schema' AND column_name = 'half'",
+  );
   assert.equal(rows[0].n, 0);
-  assert.deepEqual((await pool.query('SELECT version FROM app_schema.migration ORDER BY version')).rows.map((r) => r.version), [1, 2]);
+  assert.deepEqual(
+    (await pool.query('SELECT version FROM app_schema.migration ORDER BY version')).rows.map((r) => r.version),
+    [1, 2],
+  );
+});
+
+test('a step headed "-- commits: alone" commits before the steps that use what it added (an enum value)', async () => {
+  const db = await testDatabase();
+  const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  afterAll(() => pool.end());
+  const v1 = {
+    version: 1,
+    name: 'states',
+    sql: "CREATE TYPE app_enum.state AS ENUM ('open'); CREATE TABLE app_enum.item (state app_enum.state)",
+  };
+  const v2 = { version: 2, name: 'held', sql: "-- commits: alone\nALTER TYPE app_enum.state ADD VALUE 'held'" };
+  const v3 = { version: 3, name: 'held_index', sql: "CREATE INDEX item_held ON app_enum.item (state) WHERE state = 'held'" };
+  await migrateSchema(pool, { schema: 'app_enum', migrations: [v1] });
+  // Without the early commit PostgreSQL refuses v3: "unsafe use of new value".
+  assert.deepEqual(await migrateSchema(pool, { schema: 'app_enum', migrations: [v1, v2, v3] }), { applied: [2, 3], version: 3 });
+  await pool.query("INSERT INTO app_enum.item VALUES ('held')");
+  // A step after the early commit that fails leaves the early one applied, and the rest not.
+  const broken = { version: 5, name: 'broken', sql: 'SELECT no_such_function()' };
+  const v4 = { version: 4, name: 'more', sql: "-- commits: alone\nALTER TYPE app_enum.state ADD VALUE 'closed'" };
+  await assert.rejects(migrateSchema(pool, { schema: 'app_enum', migrations: [v1, v2, v3, v4, broken] }), SchemaVersionError);
+  assert.deepEqual(
+    (await pool.query('SELECT version FROM app_enum.migration ORDER BY version')).rows.map((r) => r.version),
+    [1, 2, 3, 4],
+  );
 });

@@ -19,7 +19,10 @@ test('stats: starts in the window against the rate, and the ready jobs beyond it
   const { sluice, clock } = await clocked();
   const q = uniqueQueue();
   await sluice.queues.put(q, { rateLimit: { count: 3, periodMs: 1000 } });
-  await sluice.sendMany(q, Array.from({ length: 10 }, (_, i) => ({ data: i, runAt: T0 })));
+  await sluice.sendMany(
+    q,
+    Array.from({ length: 10 }, (_, i) => ({ data: i, runAt: T0 })),
+  );
   await sluice.send(q, 'later', { runAt: at(60_000) });
 
   let stats = await sluice.stats(q);
@@ -50,7 +53,10 @@ test('stats: units started against the budget, and the jobs held back counted in
   const { sluice, clock } = await clocked();
   const q = uniqueQueue();
   await sluice.queues.put(q, { budget: { units: 8, periodMs: 1000 } });
-  await sluice.sendMany(q, [4, 3, 5, 1, 1].map((cost, i) => ({ data: i, cost, runAt: T0 })));
+  await sluice.sendMany(
+    q,
+    [4, 3, 5, 1, 1].map((cost, i) => ({ data: i, cost, runAt: T0 })),
+  );
 
   // 4 + 3 fit in 8; the 5 does not, and the 1s behind it wait for it.
   let stats = await sluice.stats(q);
@@ -68,7 +74,10 @@ test('stats: units started against the budget, and the jobs held back counted in
   stats = await sluice.stats(q);
   assert.deepEqual([stats.budgetUse?.used, stats.ready, stats.heldBack], [0, 4, 3]);
   const started = await sluice.claim(q, { max: 10 });
-  assert.deepEqual(started.map((j) => j.data), ['urgent']);
+  assert.deepEqual(
+    started.map((j) => j.data),
+    ['urgent'],
+  );
 
   const plain = uniqueQueue();
   await sluice.queues.put(plain, { concurrency: 1 });
@@ -81,7 +90,10 @@ test('a rate and a budget together: held back beyond what both allow', async () 
   const { sluice } = await clocked();
   const q = uniqueQueue();
   await sluice.queues.put(q, { rateLimit: { count: 4, periodMs: 1000 }, budget: { units: 5, periodMs: 1000 } });
-  await sluice.sendMany(q, Array.from({ length: 6 }, (_, i) => ({ data: i, cost: 2, runAt: T0 })));
+  await sluice.sendMany(
+    q,
+    Array.from({ length: 6 }, (_, i) => ({ data: i, cost: 2, runAt: T0 })),
+  );
   const stats = await sluice.stats(q);
   assert.equal(stats.heldBack, 4, 'the rate lets 4 start, the budget 2 of cost 2');
   assert.equal((await sluice.claim(q, { max: 10 })).length, 2);
@@ -93,12 +105,22 @@ test("complete with a cost: the budget counts the pull worker's real figure, fen
   const { sluice } = await clocked();
   const q = uniqueQueue();
   await sluice.queues.put(q, { budget: { units: 10, periodMs: 600_000 } });
-  await sluice.sendMany(q, [0, 1, 2].map((data) => ({ data, cost: 1, runAt: T0 })));
+  await sluice.sendMany(
+    q,
+    [0, 1, 2].map((data) => ({ data, cost: 1, runAt: T0 })),
+  );
   const [first] = await sluice.claim(q);
   assert.ok(first);
 
   // Refused before any SQL: the job is untouched, still active under its lease.
-  for (const [opts, field] of [[{ cost: 0 }, 'cost'], [{ cost: 1.5 }, 'cost'], [{ cost: '9' }, 'cost'], [{ cost: 2 ** 31 }, 'cost'], [{ units: 9 }, 'units'], ['9', 'options']] as const) {
+  for (const [opts, field] of [
+    [{ cost: 0 }, 'cost'],
+    [{ cost: 1.5 }, 'cost'],
+    [{ cost: '9' }, 'cost'],
+    [{ cost: 2 ** 31 }, 'cost'],
+    [{ units: 9 }, 'units'],
+    ['9', 'options'],
+  ] as const) {
     await assert.rejects(
       sluice.complete(first.id, first.leaseToken, null, opts as never),
       (err: unknown) => err instanceof ValidationError && err.field === field,

@@ -17,7 +17,12 @@ test(`result() of ${JOBS} jobs worked in another process: each resolves with its
   const sender = await makeSluice();
   const q = uniqueQueue('results');
   await sender.queues.put(q, { concurrency: 20 });
-  const ids = (await sender.sendMany(q, Array.from({ length: JOBS }, (_, i) => ({ data: i })))).map((r) => r.id);
+  const ids = (
+    await sender.sendMany(
+      q,
+      Array.from({ length: JOBS }, (_, i) => ({ data: i })),
+    )
+  ).map((r) => r.id);
 
   // The waiting instance's statements, counted on its own pool.
   let statements = 0;
@@ -36,7 +41,10 @@ test(`result() of ${JOBS} jobs worked in another process: each resolves with its
     const waits = ids.map((id) => waiter.result(id, { timeoutMs: 240_000 }));
     const child = await forkFixture<{ type: string }>(WORKER, { url: db.url, queue: q, mode: 'sleep', sleepMs: 5, concurrency: 20 });
     const jobs = await Promise.all(waits);
-    assert.deepEqual(jobs.map((j) => j.state), Array(JOBS).fill('completed'));
+    assert.deepEqual(
+      jobs.map((j) => j.state),
+      Array(JOBS).fill('completed'),
+    );
     for (const job of jobs) assert.equal(typeof (job.result as { peak: number }).peak, 'number');
     // One read when the wait starts, one when the job's end is announced, and one per wait
     // every 30 s (the backstop for announcements lost): a poll loop would read far more.
@@ -57,7 +65,10 @@ test('result() ends dead, cancelled, not found and timed out with typed errors',
   await sluice.queues.put(q, { maxAttempts: 1 });
 
   const later = await sluice.send(q, 'later', { delayMs: 3_600_000 });
-  await assert.rejects(sluice.result(later.id, { timeoutMs: 200 }), (err: unknown) => err instanceof ResultTimeoutError && err.code === 'result_timeout' && err.job.state === 'pending');
+  await assert.rejects(
+    sluice.result(later.id, { timeoutMs: 200 }),
+    (err: unknown) => err instanceof ResultTimeoutError && err.code === 'result_timeout' && err.job.state === 'pending',
+  );
   const cancelling = sluice.result(later.id);
   await sluice.cancel(later.id);
   await assert.rejects(cancelling, (err: unknown) => err instanceof JobCancelledError && err.job.id === later.id);
@@ -96,20 +107,36 @@ test('events(queue) follows ends announced by another process, and says "gap" af
   const first = await sluice.send(q, 0);
   await waitFor(() => seen.some((e) => e.type === 'completed' && e.jobId === first.id), { timeoutMs: 30_000, message: 'first end seen' });
 
-  const ids = (await sluice.sendMany(q, Array.from({ length: 200 }, (_, i) => ({ data: i })))).map((r) => r.id);
+  const ids = (
+    await sluice.sendMany(
+      q,
+      Array.from({ length: 200 }, (_, i) => ({ data: i })),
+    )
+  ).map((r) => r.id);
   await sluice.send(other, 'not followed');
-  await waitFor(() => ids.every((id) => seen.some((e) => e.type !== 'gap' && e.jobId === id)), { timeoutMs: 60_000, message: '200 ends seen' });
+  await waitFor(() => ids.every((id) => seen.some((e) => e.type !== 'gap' && e.jobId === id)), {
+    timeoutMs: 60_000,
+    message: '200 ends seen',
+  });
   const ends = seen.filter((e) => e.type === 'completed');
   assert.equal(new Set(ends.map((e) => (e as { jobId: string }).jobId)).size, ends.length, 'each end once');
-  assert.ok(seen.every((e) => e.queue === q), 'only the queue followed');
+  assert.ok(
+    seen.every((e) => e.queue === q),
+    'only the queue followed',
+  );
 
   // Its listener's connection killed: a gap, then ends again.
   assert.equal(seen.filter((e) => e.type === 'gap').length, 0, 'no gap while connected');
-  const killed = await client.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'events-test:listener' AND datname = current_database()");
+  const killed = await client.query(
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'events-test:listener' AND datname = current_database()",
+  );
   assert.equal(killed.rowCount, 1);
   await waitFor(() => seen.some((e) => e.type === 'gap'), { timeoutMs: 30_000, message: 'gap after the lost connection' });
   const after = await sluice.send(q, 'after');
-  await waitFor(() => seen.some((e) => e.type === 'completed' && e.jobId === after.id), { timeoutMs: 30_000, message: 'ends seen after reconnecting' });
+  await waitFor(() => seen.some((e) => e.type === 'completed' && e.jobId === after.id), {
+    timeoutMs: 30_000,
+    message: 'ends seen after reconnecting',
+  });
 
   stop.abort();
   await following;
@@ -137,10 +164,13 @@ test('ends are announced only while a connection listens for them; registrations
 
   // The waits and followers of the tests before have ended: their connections unregistered,
   // or (the one killed) pruned by the tick.
-  await waitFor(async () => {
-    await sluice.runMaintenance();
-    return (await registrations()) === 0;
-  }, { timeoutMs: 30_000, message: 'no registration left' });
+  await waitFor(
+    async () => {
+      await sluice.runMaintenance();
+      return (await registrations()) === 0;
+    },
+    { timeoutMs: 30_000, message: 'no registration left' },
+  );
   const unheard = await completeOne();
   // Announced or not, a notification sent before this round trip has arrived by its end.
   await ear.query('SELECT 1');
@@ -162,11 +192,14 @@ test('ends are announced only while a connection listens for them; registrations
   await waitFor(async () => (await registrations()) === 1, { timeoutMs: 30_000, message: 'registered again' });
   const { rows } = await client.query('SELECT pid FROM sluice.event_listener');
   await client.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
-  await waitFor(async () => {
-    await sluice.runMaintenance();
-    const left = await client.query('SELECT pid FROM sluice.event_listener');
-    return left.rows.every((r) => r.pid !== rows[0].pid);
-  }, { timeoutMs: 30_000, message: 'the dead registration pruned' });
+  await waitFor(
+    async () => {
+      await sluice.runMaintenance();
+      const left = await client.query('SELECT pid FROM sluice.event_listener');
+      return left.rows.every((r) => r.pid !== rows[0].pid);
+    },
+    { timeoutMs: 30_000, message: 'the dead registration pruned' },
+  );
   await again.return!();
   await ear.end();
 });

@@ -31,8 +31,14 @@ test('schedules are validated: bad cron, unknown zone, unknown queue, unknown fi
   const sluice = await makeSluice();
   const q = uniqueQueue();
   await sluice.queues.put(q, {});
-  await assert.rejects(sluice.schedules.put('s', { cron: '61 * * * *', queue: q }), (e: unknown) => e instanceof ValidationError && /invalid cron expression "61 \* \* \* \*": .*minute/.test(e.message));
-  await assert.rejects(sluice.schedules.put('s', { cron: '* * * * *', tz: 'Mars/Olympus', queue: q }), (e: unknown) => e instanceof ValidationError && /unknown time zone "Mars\/Olympus"/.test(e.message));
+  await assert.rejects(
+    sluice.schedules.put('s', { cron: '61 * * * *', queue: q }),
+    (e: unknown) => e instanceof ValidationError && /invalid cron expression "61 \* \* \* \*": .*minute/.test(e.message),
+  );
+  await assert.rejects(
+    sluice.schedules.put('s', { cron: '* * * * *', tz: 'Mars/Olympus', queue: q }),
+    (e: unknown) => e instanceof ValidationError && /unknown time zone "Mars\/Olympus"/.test(e.message),
+  );
   await assert.rejects(sluice.schedules.put('s', { cron: '* * * * *', queue: 'nope' }), QueueNotFoundError);
   await assert.rejects(sluice.schedules.put('s', { cron: '* * * * *', queue: q, catchUp: 'some' as never }), /catchUp/);
   await assert.rejects(sluice.schedules.put('s', { cron: '* * * * *', queue: q, every: 5 } as never), /unknown schedule field "every"/);
@@ -47,7 +53,10 @@ test('put, list and remove; the next slot is computed in the schedule zone', asy
   await sluice.queues.put(q, {});
   const s = await sluice.schedules.put(`nightly-${q}`, { cron: '0 3 * * *', tz: 'America/New_York', queue: q, data: { report: true } });
   assert.equal(s.nextSlotAt?.toISOString(), '2030-01-02T08:00:00.000Z');
-  assert.deepEqual((await sluice.schedules.list()).map((x) => x.name), [`nightly-${q}`]);
+  assert.deepEqual(
+    (await sluice.schedules.list()).map((x) => x.name),
+    [`nightly-${q}`],
+  );
   assert.equal(await sluice.schedules.remove(`nightly-${q}`), true);
   assert.equal(await sluice.schedules.remove(`nightly-${q}`), false);
 });
@@ -77,7 +86,11 @@ test('a 3-hour outage under each catch-up policy', async () => {
   const start = new Date('2030-01-01T00:00:00Z');
   const expectations: [string, Date, string[]][] = [
     ['latest', new Date('2030-01-01T03:00:30Z'), ['2030-01-01T03:00:00.000Z']],
-    ['all', new Date('2030-01-01T03:00:30Z'), Array.from({ length: 12 }, (_, i) => new Date(start.getTime() + (i + 1) * 15 * 60_000).toISOString())],
+    [
+      'all',
+      new Date('2030-01-01T03:00:30Z'),
+      Array.from({ length: 12 }, (_, i) => new Date(start.getTime() + (i + 1) * 15 * 60_000).toISOString()),
+    ],
     ['none', new Date('2030-01-01T03:00:30Z'), ['2030-01-01T03:00:00.000Z']],
     ['none', new Date('2030-01-01T03:05:00Z'), []],
   ];
@@ -108,13 +121,23 @@ test('two maintenance processes racing enqueue each slot exactly once', async ()
   for (let i = 0; i < 20; i++) {
     clock.advance(60_000);
     const results = await Promise.all([one.runMaintenance(), two.runMaintenance(), one.runMaintenance(), two.runMaintenance()]);
-    assert.equal(results.reduce((n, r) => n + r.scheduled, 0), 1, `round ${i}: one job for one slot`);
+    assert.equal(
+      results.reduce((n, r) => n + r.scheduled, 0),
+      1,
+      `round ${i}: one job for one slot`,
+    );
   }
   assert.equal((await runAtsOf(q)).length, 20);
   // Without the cluster lock, the compare-and-set alone still enqueues each slot once.
   clock.advance(10 * 60_000);
   const dbs = [new Db(one.pool, 'sluice'), new Db(two.pool, 'sluice')];
-  const counts = await Promise.all(dbs.flatMap((db) => [enqueueDueSlots(db, clock.now(), 60_000, one.logger), enqueueDueSlots(db, clock.now(), 60_000, one.logger)]));
-  assert.equal(counts.reduce((a, b) => a + b, 0), 1, 'catchUp latest: one job for the ten missed minutes');
+  const counts = await Promise.all(
+    dbs.flatMap((db) => [enqueueDueSlots(db, clock.now(), 60_000, one.logger), enqueueDueSlots(db, clock.now(), 60_000, one.logger)]),
+  );
+  assert.equal(
+    counts.reduce((a, b) => a + b, 0),
+    1,
+    'catchUp latest: one job for the ten missed minutes',
+  );
   assert.equal((await runAtsOf(q)).length, 21);
 });

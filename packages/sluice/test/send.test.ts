@@ -1,8 +1,17 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
-import { AdmissionUnavailableError, httpStatusOf, KeyLimitError, PayloadTooLargeError, QueueFullError, QueueNotFoundError, Sluice, ValidationError } from '../src/index.js';
-import { databaseUnavailable } from '../src/db/db.js';
+import {
+  AdmissionUnavailableError,
+  httpStatusOf,
+  KeyLimitError,
+  PayloadTooLargeError,
+  QueueFullError,
+  QueueNotFoundError,
+  Sluice,
+  ValidationError,
+} from '../src/index.js';
+import { databaseUnavailable } from '../src/db/unavailable.js';
 import { makeSluice, sqlClient, testDatabase, uniqueQueue } from './helpers.js';
 
 async function jobCount(queue: string): Promise<number> {
@@ -196,7 +205,10 @@ test('a send that fails for any other reason keeps its own error: a programming 
   await client.query('BEGIN');
   await client.query('SELECT 1/0').catch(() => undefined);
   // The caller's transaction is already aborted: that is the caller's bug, 25P02.
-  await assert.rejects(sluice.send(q, {}, { client }), (err: unknown) => !(err instanceof AdmissionUnavailableError) && (err as { code?: string }).code === '25P02');
+  await assert.rejects(
+    sluice.send(q, {}, { client }),
+    (err: unknown) => !(err instanceof AdmissionUnavailableError) && (err as { code?: string }).code === '25P02',
+  );
   await client.query('ROLLBACK');
   // In the caller's transaction a count that times out (under the caller's connection's
   // own timeout: Sluice's applies to its pool) is a refusal too, and aborts that transaction.
@@ -237,8 +249,14 @@ test('a send that fails for any other reason keeps its own error: a programming 
     null,
     undefined,
   ];
-  assert.deepEqual(unavailable.filter((e) => !databaseUnavailable(e)), []);
-  assert.deepEqual(wrong.filter((e) => databaseUnavailable(e)), []);
+  assert.deepEqual(
+    unavailable.filter((e) => !databaseUnavailable(e)),
+    [],
+  );
+  assert.deepEqual(
+    wrong.filter((e) => databaseUnavailable(e)),
+    [],
+  );
 });
 
 test('send inside the caller transaction: rolled back with it, visible after commit', async () => {
@@ -304,8 +322,11 @@ test('maxPerKey is exact under concurrency: 50 concurrent sends for one key over
 });
 
 test('maxPending sheds exactly: 1,000 concurrent sends over several connections admit 200; running jobs untouched', async () => {
-  const sluice = await makeSluice({ maxPoolSize: 20 });
-  const other = await makeSluice({ maxPoolSize: 20 });
+  // 1,000 sends queue for 40 connections: on a loaded host the last wait longer than the
+  // default acknowledgement deadline (4 s), and would be refused as unavailable. This test
+  // is about the count, so its sends may wait.
+  const sluice = await makeSluice({ maxPoolSize: 20, sendTimeoutMs: 120_000 });
+  const other = await makeSluice({ maxPoolSize: 20, sendTimeoutMs: 120_000 });
   const q = uniqueQueue();
   await sluice.queues.put(q, { maxPending: 200, retryAfterSeconds: 3 });
   // One job already running: shedding must not touch it.
@@ -319,9 +340,7 @@ test('maxPending sheds exactly: 1,000 concurrent sends over several connections 
   });
   await started;
   await sluice.queues.pause(q); // keep the rest pending so the depth only grows
-  const results = await Promise.allSettled(
-    Array.from({ length: 1000 }, (_, i) => (i % 2 ? sluice : other).send(q, { i })),
-  );
+  const results = await Promise.allSettled(Array.from({ length: 1000 }, (_, i) => (i % 2 ? sluice : other).send(q, { i })));
   const admitted = results.filter((r) => r.status === 'fulfilled').length;
   const shed = results.filter((r) => r.status === 'rejected' && r.reason instanceof QueueFullError);
   assert.equal(admitted, 200);
@@ -422,24 +441,48 @@ test('sendMany without singleton keys (the plain path): every option of every it
   assert.equal(urgent?.maxAttempts, 2);
   assert.equal(nul?.data, null);
   assert.equal(empty?.data, null, 'no data field is null data');
-  assert.deepEqual(results.map((r) => r.deduplicated), [false, false, false, false, false, false, false]);
-  assert.ok(results.every((r, i) => i === 0 || BigInt(r.id) > BigInt(results[i - 1]!.id)), 'ids in item order');
+  assert.deepEqual(
+    results.map((r) => r.deduplicated),
+    [false, false, false, false, false, false, false],
+  );
+  assert.ok(
+    results.every((r, i) => i === 0 || BigInt(r.id) > BigInt(results[i - 1]!.id)),
+    'ids in item order',
+  );
 });
 
 test('sendMany admission is all-or-nothing', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();
   await sluice.queues.put(q, { maxPending: 10, maxPerKey: 2 });
-  await sluice.sendMany(q, Array.from({ length: 8 }, (_, i) => ({ data: i })));
-  await assert.rejects(sluice.sendMany(q, Array.from({ length: 3 }, (_, i) => ({ data: i }))), QueueFullError);
+  await sluice.sendMany(
+    q,
+    Array.from({ length: 8 }, (_, i) => ({ data: i })),
+  );
+  await assert.rejects(
+    sluice.sendMany(
+      q,
+      Array.from({ length: 3 }, (_, i) => ({ data: i })),
+    ),
+    QueueFullError,
+  );
   assert.equal(await jobCount(q), 8);
   await sluice.queues.put(q, { maxPending: 100, maxPerKey: 2 });
   await assert.rejects(
-    sluice.sendMany(q, [{ data: 1, key: 'x' }, { data: 2, key: 'y' }, { data: 3, key: 'y' }, { data: 4, key: 'y' }]),
+    sluice.sendMany(q, [
+      { data: 1, key: 'x' },
+      { data: 2, key: 'y' },
+      { data: 3, key: 'y' },
+      { data: 4, key: 'y' },
+    ]),
     (err: unknown) => err instanceof KeyLimitError && err.key === 'y',
   );
   assert.equal(await jobCount(q), 8, 'not even the job of key x was inserted');
-  await sluice.sendMany(q, [{ data: 1, key: 'x' }, { data: 2, key: 'y' }, { data: 3, key: 'y' }]);
+  await sluice.sendMany(q, [
+    { data: 1, key: 'x' },
+    { data: 2, key: 'y' },
+    { data: 3, key: 'y' },
+  ]);
   assert.equal(await jobCount(q), 11);
 });
 

@@ -59,7 +59,7 @@ test('in process: the handler span is a child of the send span; claim and settle
   const send = await waitSpan(`send ${queue}`, (s) => s.attributes['messaging.message.id'] === id);
   assert.equal(send.kind, SpanKind.PRODUCER);
   assert.equal(send.parentSpanId, requestSpanId);
-  assert.deepEqual(send.scope, { name: 'sluice', version: '0.1.0' });
+  assert.deepEqual(send.scope, { name: 'sluice', version: '0.2.0' });
   assert.equal(send.attributes['messaging.system'], 'sluice');
   assert.equal(send.attributes['messaging.destination.name'], queue);
   assert.equal(send.attributes['messaging.operation.type'], 'send');
@@ -159,7 +159,10 @@ test('a flow: each job is sent in the flow span, and its handler continues its o
 
   const flow = await waitSpan('sluice.flow');
   assert.equal(flow.attributes['messaging.batch.message_count'], 2);
-  for (const [ref, q] of [['parent', a], ['child', b]] as const) {
+  for (const [ref, q] of [
+    ['parent', a],
+    ['child', b],
+  ] as const) {
     const id = ids[ref]!.id;
     const send = await waitSpan(`send ${q}`, (s) => s.attributes['messaging.message.id'] === id);
     assert.equal(send.parentSpanId, flow.spanId);
@@ -182,11 +185,14 @@ test('across processes: a worker process with its own SDK continues the sender�
   const result = await sluice.result(id, { timeoutMs: 30_000 });
   assert.equal((result.result as { pid: number }).pid, child.proc.pid);
 
-  const processed = await waitFor(() => remote().find((s) => s.name === `process ${queue}` && s.attributes['messaging.message.id'] === id), {
-    timeoutMs: 30_000,
-    message: 'the worker process’s process span',
-    detail: () => remote().map((s) => s.name),
-  });
+  const processed = await waitFor(
+    () => remote().find((s) => s.name === `process ${queue}` && s.attributes['messaging.message.id'] === id),
+    {
+      timeoutMs: 30_000,
+      message: 'the worker process’s process span',
+      detail: () => remote().map((s) => s.name),
+    },
+  );
   assert.equal(processed.traceId, send.traceId);
   assert.equal(processed.parentSpanId, send.spanId);
   assert.equal(processed.kind, SpanKind.CONSUMER);

@@ -1,13 +1,17 @@
 // The worker's parts driven one step at a time through their `runOnce()`: the claim loop
 // claims once, the executor starts what can start, the completer writes what it holds.
 // No timers run here (the loop is never started), so every state change is a step taken.
+// First the parts together, then each alone with a fake of the part after it.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Db } from '../src/db/db.js';
 import { Metrics } from '../src/metrics.js';
+import { waitFor } from '@sluice/testkit';
+import { LeaseLostError } from '../src/index.js';
 import { ClaimLoop } from '../src/worker/claim-loop.js';
-import { Completer } from '../src/worker/completer.js';
-import { Executor, type Handler } from '../src/worker/executor.js';
+import { Completer, StartReports, type Batch, type ClaimCarrier, type Completion, type Failure } from '../src/worker/completer.js';
+import { Executor, type Handler, type JobRunner } from '../src/worker/executor.js';
+import { SlotLedger } from '../src/worker/slot-ledger.js';
 import { makeSluice, uniqueQueue } from './helpers.js';
 
 type Parts = { claimLoop: ClaimLoop; executor: Executor; completer: Completer; ended: number };
@@ -16,8 +20,15 @@ function parts(sluice: Awaited<ReturnType<typeof makeSluice>>, queue: string, co
   const db = new Db(sluice.pool, 'sluice');
   const metrics = new Metrics(db);
   const out = { ended: 0 } as Parts;
-  const silent = { completed: () => undefined, failed: () => undefined, lost: () => undefined, flushed: () => undefined, error: () => undefined };
-  out.completer = new Completer(db, { notify: false, now: () => null, queue }, { ...silent, moved: (m, ok) => out.executor.moved(m, ok) });
+  const silent = {
+    completed: () => undefined,
+    failed: () => undefined,
+    lost: () => undefined,
+    flushed: () => undefined,
+    error: () => undefined,
+  };
+  const ledger = new SlotLedger();
+  out.completer = new Completer(db, { notify: false, now: () => null, queue }, silent, ledger);
   out.executor = new Executor({
     db,
     logger: sluice.logger,
@@ -27,6 +38,7 @@ function parts(sluice: Awaited<ReturnType<typeof makeSluice>>, queue: string, co
     concurrency,
     handler,
     completer: out.completer,
+    ledger,
     pickupDelay: metrics.pickupDelay.labels(queue),
     runDuration: metrics.runDuration.labels(queue),
     jobEnded: () => void out.ended++,
@@ -57,7 +69,10 @@ test('one claim fills the free local slots; the completer writes the results whe
   const sluice = await makeSluice();
   const q = uniqueQueue();
   await sluice.queues.put(q, {});
-  await sluice.sendMany(q, [1, 2, 3, 4, 5].map((data) => ({ data })));
+  await sluice.sendMany(
+    q,
+    [1, 2, 3, 4, 5].map((data) => ({ data })),
+  );
   const seen: unknown[] = [];
   const p = parts(sluice, q, 3, (job) => {
     seen.push(job.data);
@@ -74,7 +89,10 @@ test('one claim fills the free local slots; the completer writes the results whe
   await p.completer.runOnce();
   assert.deepEqual(await states(sluice, q), ['completed', 'completed', 'completed', 'pending', 'pending']);
   const { rows } = await sluice.pool.query("SELECT result FROM sluice.job WHERE queue = $1 AND state = 'completed' ORDER BY id", [q]);
-  assert.deepEqual(rows.map((r) => r.result), [10, 20, 30]);
+  assert.deepEqual(
+    rows.map((r) => r.result),
+    [10, 20, 30],
+  );
 
   assert.equal(await p.claimLoop.runOnce(), 2, 'the two jobs left');
   await new Promise((r) => setImmediate(r));
@@ -86,7 +104,10 @@ test('the executor starts a buffered job only in a free local slot, and runOnce 
   const sluice = await makeSluice();
   const q = uniqueQueue();
   await sluice.queues.put(q, {});
-  await sluice.sendMany(q, [1, 2].map((data) => ({ data })));
+  await sluice.sendMany(
+    q,
+    [1, 2].map((data) => ({ data })),
+  );
   const release: Array<() => void> = [];
   const started: unknown[] = [];
   const p = parts(sluice, q, 1, (job) => {
@@ -124,4 +145,169 @@ test('a failure is written by the completer at once, as a retry with the error r
   const { rows } = await sluice.pool.query('SELECT state::text, errors FROM sluice.job WHERE queue = $1', [q]);
   assert.equal(rows[0].state, 'pending');
   assert.equal(rows[0].errors[0].message, 'handler refused');
+});
+
+// Each part alone, with a fake of the part after it: the executor hands its results to a
+// fake settler, the claim loop its rows to a fake runner. Calls run one way, so a fake
+// that only records is enough.
+
+/** A settler that records what the executor hands it. */
+function recordingSettler() {
+  return {
+    completed: [] as Completion[],
+    failed: [] as Failure[],
+    starts: [] as string[],
+    complete(c: Completion) {
+      this.completed.push(c);
+    },
+    fail(f: Failure) {
+      this.failed.push(f);
+    },
+    reportStart(id: string) {
+      this.starts.push(id);
+    },
+  };
+}
+
+function executorAlone(sluice: Awaited<ReturnType<typeof makeSluice>>, queue: string, concurrency: number, handler: Handler) {
+  const db = new Db(sluice.pool, 'sluice');
+  const metrics = new Metrics(db);
+  const settler = recordingSettler();
+  const ledger = new SlotLedger();
+  const executor = new Executor({
+    db,
+    logger: sluice.logger,
+    now: () => null,
+    maxPayloadBytes: 1 << 20,
+    queue,
+    concurrency,
+    handler,
+    completer: settler,
+    ledger,
+    pickupDelay: metrics.pickupDelay.labels(queue),
+    runDuration: metrics.runDuration.labels(queue),
+    jobEnded: () => undefined,
+  });
+  return { executor, settler, ledger };
+}
+
+test('the executor alone: results and failures go to the settler, each fenced by its lease token', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  await sluice.sendMany(
+    q,
+    [1, 2, 3].map((data) => ({ data })),
+  );
+  const { executor, settler } = executorAlone(sluice, q, 2, async (job) => {
+    await new Promise((r) => setImmediate(r));
+    if (job.data === 2) throw new Error('two refused');
+    return (job.data as number) * 10;
+  });
+  const { rows } = await sluice.pool.query("SELECT * FROM sluice.claim($1, 3, 'alone', NULL, 0)", [q]);
+  executor.accept(rows, performance.now());
+  assert.equal(executor.bufferedCount, 1, 'two local slots: the third waits');
+  await waitFor(() => settler.completed.length + settler.failed.length === 3, { message: 'three results' });
+  assert.deepEqual(
+    settler.completed.map((c) => [c.result, c.token === rows.find((r) => String(r.id) === c.id).lease_token]),
+    [
+      ['10', true],
+      ['30', true],
+    ],
+  );
+  assert.deepEqual(
+    settler.failed.map((f) => f.error.message),
+    ['two refused'],
+  );
+  assert.equal(executor.free, 2);
+});
+
+test('the executor alone: a job claimed ahead starts in a slot in hand, and is aborted and failed as SlotLost when the ledger says its move was refused', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 1 });
+  await sluice.sendMany(
+    q,
+    [1, 2].map((data) => ({ data })),
+  );
+  let aborted: unknown = null;
+  const { executor, settler, ledger } = executorAlone(sluice, q, 1, async (job, { signal }) => {
+    if (job.data === 1) return 'first';
+    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    aborted = signal.reason;
+    return 'second';
+  });
+  const { rows } = await sluice.pool.query("SELECT * FROM sluice.claim($1, 1, 'alone', NULL, 1) ORDER BY slot DESC", [q]);
+  assert.deepEqual(
+    rows.map((r) => r.slot),
+    [1, 0],
+    'one in the slot, one ahead',
+  );
+  executor.accept(rows, performance.now());
+  // The first ends; its completion (buffered in the fake) leaves its slot in hand, and the
+  // second starts in it as the first's local slot frees.
+  await waitFor(() => settler.completed.length === 1, { message: 'the first completed' });
+  ledger.hold(settler.completed[0]!.id, settler.completed[0]!.slotDeadline!);
+  assert.equal(executor.runOnce(), 1, 'started in the slot in hand');
+  assert.equal(ledger.slotsInHand, 0);
+  const moves = ledger.takeMoves();
+  assert.deepEqual(
+    moves.map((m) => m.id),
+    [String(rows[1].id)],
+  );
+  ledger.written(moves, new Set());
+  await waitFor(() => settler.failed.length === 1, { message: 'the second failed' });
+  assert.equal(aborted instanceof LeaseLostError, true, `aborted with ${String(aborted)}`);
+  assert.equal(settler.failed[0]!.error.name, 'SlotLost');
+  assert.equal(settler.completed.length, 1, 'its own result is not settled: it ran outside the cap');
+});
+
+test("the claim loop alone: it claims for the runner's free slots, hands it the rows, and carries what the completer holds", async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  await sluice.sendMany(
+    q,
+    [1, 2, 3, 4].map((data) => ({ data })),
+  );
+  const accepted: any[] = [];
+  const runner: JobRunner = {
+    free: 3,
+    bufferedCount: 0,
+    handlerMs: Number.NaN,
+    accept: (rows) => void accepted.push(...rows),
+    takePromotions: () => [],
+    promoted: () => 0,
+    runOnce: () => 0,
+  };
+  const carried: Batch[] = [];
+  const carrier: ClaimCarrier = {
+    takeBatch: () => ({ completions: [], moves: [] }),
+    written: (batch) => void carried.push(batch),
+    putBack: () => assert.fail('no claim fails here'),
+    takeReports: () => new StartReports([]),
+    putBackReports: () => undefined,
+    flushSoon: () => undefined,
+  };
+  const claimLoop = new ClaimLoop({
+    db: new Db(sluice.pool, 'sluice'),
+    listener: null,
+    logger: sluice.logger,
+    now: () => null,
+    notify: false,
+    queue: q,
+    workerId: 'alone',
+    concurrency: 3,
+    prefetch: 0,
+    pollIntervalMs: 60_000,
+    executor: runner,
+    completer: carrier,
+  });
+  assert.equal(await claimLoop.runOnce(), 3);
+  assert.deepEqual(
+    accepted.map((r) => r.data),
+    [1, 2, 3],
+  );
+  assert.deepEqual(await states(sluice, q), ['active', 'active', 'active', 'pending']);
+  assert.deepEqual(carried, [], 'nothing to carry, no fused statement');
 });

@@ -25,7 +25,10 @@ export async function dumpSchema(client: Queryable, schema: string): Promise<str
       GROUP BY n.nspname, t.typname ORDER BY t.typname`,
     [schema],
   );
-  section('Types', types.rows.map((r) => r.def));
+  section(
+    'Types',
+    types.rows.map((r) => r.def),
+  );
 
   const sequences = await client.query<{ def: string }>(
     `SELECT format('CREATE SEQUENCE %I.%I AS %s INCREMENT %s MINVALUE %s MAXVALUE %s START %s%s;', s.schemaname, s.sequencename,
@@ -33,7 +36,10 @@ export async function dumpSchema(client: Queryable, schema: string): Promise<str
        FROM pg_sequences s WHERE s.schemaname = $1 ORDER BY s.sequencename`,
     [schema],
   );
-  section('Sequences', sequences.rows.map((r) => r.def));
+  section(
+    'Sequences',
+    sequences.rows.map((r) => r.def),
+  );
 
   const tables = await client.query<{ oid: number; name: string; kind: string; options: string | null }>(
     `SELECT c.oid, c.relname AS name, c.relkind AS kind, array_to_string(c.reloptions, ', ') AS options
@@ -73,7 +79,10 @@ export async function dumpSchema(client: Queryable, schema: string): Promise<str
       ORDER BY c.relname`,
     [schema],
   );
-  section('Indexes', indexes.rows.map((r) => r.def));
+  section(
+    'Indexes',
+    indexes.rows.map((r) => r.def),
+  );
 
   const views = await client.query<{ def: string }>(
     `SELECT format('CREATE VIEW %I.%I AS%s', n.nspname, c.relname, E'\\n' || pg_get_viewdef(c.oid, true)) AS def
@@ -81,7 +90,10 @@ export async function dumpSchema(client: Queryable, schema: string): Promise<str
       WHERE n.nspname = $1 AND c.relkind = 'v' ORDER BY c.relname`,
     [schema],
   );
-  section('Views', views.rows.map((r) => r.def));
+  section(
+    'Views',
+    views.rows.map((r) => r.def),
+  );
 
   const functions = await client.query<{ def: string }>(
     `SELECT pg_get_functiondef(p.oid) || ';' AS def
@@ -90,7 +102,10 @@ export async function dumpSchema(client: Queryable, schema: string): Promise<str
       ORDER BY p.proname, pg_get_function_identity_arguments(p.oid)`,
     [schema],
   );
-  section('Functions', functions.rows.map((r) => r.def.trimEnd()));
+  section(
+    'Functions',
+    functions.rows.map((r) => r.def.trimEnd()),
+  );
 
   const triggers = await client.query<{ def: string }>(
     `SELECT pg_get_triggerdef(t.oid, true) || ';' AS def
@@ -98,7 +113,10 @@ export async function dumpSchema(client: Queryable, schema: string): Promise<str
       WHERE n.nspname = $1 AND NOT t.tgisinternal ORDER BY c.relname, t.tgname`,
     [schema],
   );
-  section('Triggers', triggers.rows.map((r) => r.def));
+  section(
+    'Triggers',
+    triggers.rows.map((r) => r.def),
+  );
   return `${parts.join('\n').trimEnd()}\n`;
 }
 

@@ -32,7 +32,9 @@ export async function waitFor<T>(
           state = `; state unavailable: ${(err as Error).message}`;
         }
       }
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${message} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})${state}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${message} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})${state}`,
+      );
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }

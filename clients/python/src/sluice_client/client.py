@@ -43,26 +43,51 @@ class SluiceClient:
         max_attempts: Optional[int] = None,
         cost: Optional[int] = None,
         timeout_ms: Optional[int] = None,
+        singleton_period_ms: Optional[int] = None,
+        debounce_key: Optional[str] = None,
+        debounce_delay_ms: Optional[int] = None,
+        debounce_max_delay_ms: Optional[int] = None,
+        depends_on: Optional[List[str]] = None,
+        on_parent_failure: Optional[str] = None,
         trace_context: Optional[Dict[str, str]] = None,
     ) -> SendResult:
         """Enqueues one job. A refusal (the queue full, the key at its limit) raises
-        `AdmissionRefusedError` with the server's `retry_after_seconds`. `trace_context`: headers
-        of the caller's trace (`traceparent`, `tracestate`), which the job's trace continues."""
-        options: Dict[str, Any] = {
-            "key": key,
-            "singletonKey": singleton_key,
-            "runAt": run_at.isoformat() if run_at is not None else None,
-            "delayMs": delay_ms,
-            "priority": priority,
-            "maxAttempts": max_attempts,
-            "cost": cost,
-            "timeoutMs": timeout_ms,
-        }
-        body = {"data": data, **{name: value for name, value in options.items() if value is not None}}
+        `AdmissionRefusedError` with the server's `retry_after_seconds`.
+
+        `singleton_period_ms`: with `singleton_key`, the job holds the key this long, even once
+        completed. `debounce_key` and `debounce_delay_ms` (and `debounce_max_delay_ms`): sends with
+        the key collapse into one job, run that long after the last with its data. `depends_on`:
+        ids of parent jobs it waits for (`on_parent_failure`: "cancel" or "run"). `trace_context`:
+        headers of the caller's trace (`traceparent`, `tracestate`), which the job's trace continues."""
+        body = {"data": data, **_send_options(
+            key=key, singleton_key=singleton_key, run_at=run_at, delay_ms=delay_ms, priority=priority,
+            max_attempts=max_attempts, cost=cost, timeout_ms=timeout_ms, singleton_period_ms=singleton_period_ms,
+            debounce_key=debounce_key, debounce_delay_ms=debounce_delay_ms, debounce_max_delay_ms=debounce_max_delay_ms,
+            depends_on=depends_on, on_parent_failure=on_parent_failure,
+        )}
         answer = self._request("POST", "/api/queues/%s/jobs" % _segment(queue), body, headers=trace_context)
         return SendResult(id=str(answer["id"]), deduplicated=bool(answer.get("deduplicated", False)))
 
+    def send_flow(self, jobs: List[Dict[str, Any]]) -> Dict[str, SendResult]:
+        """Sends jobs and the dependencies between them in one transaction. Each job is a dict
+        with `ref`, `queue`, `data` and the keyword arguments of `send` (`depends_on`: refs of
+        the flow's jobs, or ids of jobs that exist as {"jobId": id}). Answers each ref's result;
+        a cycle or an unknown ref raises `SluiceError` ("flow_invalid") and writes nothing."""
+        wire = []
+        for job in jobs:
+            options = {name: value for name, value in job.items() if name not in ("ref", "queue", "data")}
+            wire.append({"ref": job["ref"], "queue": job["queue"], "data": job.get("data"), **_send_options(**options)})
+        answer = self._request("POST", "/api/flows", {"jobs": wire})
+        return {ref: SendResult(id=str(r["id"]), deduplicated=bool(r.get("deduplicated", False))) for ref, r in answer["jobs"].items()}
+
+    def logs(self, job_id: str, *, after_seq: int = 0, limit: int = 1000) -> Dict[str, Any]:
+        """A job's log lines numbered after `after_seq`, oldest first: {"lines": [{"seq", "attempt",
+        "at", "line"}], "total", "dropped"} (a job keeps its newest 1000)."""
+        return self._request("GET", "/api/jobs/%s/logs?afterSeq=%d&limit=%d" % (_segment(job_id), after_seq, limit))
+
     def get(self, job_id: str) -> Job:
+        """The job as it is now: state, payload, result, attempts and errors. `SluiceError`
+        ("job_not_found") when there is none."""
         return Job.from_json(self._request("GET", "/api/jobs/%s" % _segment(job_id)))
 
     def wait_for(self, job_id: str, *, timeout_seconds: float, poll_ms: int = 20_000) -> Job:
@@ -100,6 +125,15 @@ class SluiceClient:
             body["leaseSeconds"] = lease_seconds
         answer = self._request("POST", "/api/jobs/%s/heartbeat" % _segment(job_id), body)
         return Heartbeat(lease_expires_at=_time(answer.get("leaseExpiresAt")), cancel_requested=bool(answer.get("cancelRequested", False)))
+
+    def progress(self, job_id: str, lease_token: str, value: JSON) -> None:
+        """Reports a held job's progress (any JSON value, at most 4 KiB), kept as its last."""
+        self._request("POST", "/api/jobs/%s/progress" % _segment(job_id), {"leaseToken": lease_token, "progress": value})
+
+    def log(self, job_id: str, lease_token: str, lines: Union[str, List[str]]) -> int:
+        """Adds 1 to 100 lines (each cut at 2000 characters) to a held job's log; the number of the last."""
+        body = {"leaseToken": lease_token, "lines": [lines] if isinstance(lines, str) else list(lines)}
+        return int(self._request("POST", "/api/jobs/%s/log" % _segment(job_id), body)["seq"])
 
     def complete(self, job_id: str, lease_token: str, result: JSON = None, *, cost: Optional[int] = None) -> None:
         """Completes a held job; raises `LeaseLostError` if the lease is no longer this caller's."""
@@ -144,6 +178,46 @@ class SluiceClient:
             raise _error_of(answer) from None
         except (urllib.error.URLError, OSError) as error:
             raise SluiceError("unreachable", "%s %s: %s" % (method, self.url + path, error)) from error
+
+
+def _send_options(
+    *,
+    key: Optional[str] = None,
+    singleton_key: Optional[str] = None,
+    run_at: Optional[datetime] = None,
+    delay_ms: Optional[int] = None,
+    priority: Optional[int] = None,
+    max_attempts: Optional[int] = None,
+    cost: Optional[int] = None,
+    timeout_ms: Optional[int] = None,
+    singleton_period_ms: Optional[int] = None,
+    debounce_key: Optional[str] = None,
+    debounce_delay_ms: Optional[int] = None,
+    debounce_max_delay_ms: Optional[int] = None,
+    depends_on: Optional[List[Any]] = None,
+    on_parent_failure: Optional[str] = None,
+) -> Dict[str, Any]:
+    """A send's options as the server names them, those given only."""
+    debounce = None
+    if debounce_key is not None or debounce_delay_ms is not None:
+        debounce = {"key": debounce_key, "delayMs": debounce_delay_ms}
+        if debounce_max_delay_ms is not None:
+            debounce["maxDelayMs"] = debounce_max_delay_ms
+    options: Dict[str, Any] = {
+        "key": key,
+        "singletonKey": singleton_key,
+        "runAt": run_at.isoformat() if run_at is not None else None,
+        "delayMs": delay_ms,
+        "priority": priority,
+        "maxAttempts": max_attempts,
+        "cost": cost,
+        "timeoutMs": timeout_ms,
+        "singletonPeriodMs": singleton_period_ms,
+        "debounce": debounce,
+        "dependsOn": depends_on,
+        "onParentFailure": on_parent_failure,
+    }
+    return {name: value for name, value in options.items() if value is not None}
 
 
 def _segment(value: str) -> str:

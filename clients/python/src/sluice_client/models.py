@@ -81,11 +81,13 @@ class ClaimedJob(Job):
     """A job this worker holds: `lease_token` must accompany its heartbeats, completion or failure."""
 
     lease_token: str = ""
+    parents: Optional[List[Dict[str, Any]]] = None
+    """A job sent with parents: each `{ id, queue, state, result }`, in the order of their ids."""
 
     @classmethod
     def from_json(cls, body: Dict[str, Any]) -> "ClaimedJob":
         job = Job.from_json(body)
-        return cls(**{**job.__dict__, "lease_token": body["leaseToken"]})
+        return cls(**{**job.__dict__, "lease_token": body["leaseToken"], "parents": body.get("parents")})
 
 
 @dataclass(frozen=True)

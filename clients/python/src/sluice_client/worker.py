@@ -20,7 +20,7 @@ import os
 import socket
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Callable, Optional, Set
+from typing import Any, Callable, Optional, Set
 
 from .client import SluiceClient
 from .errors import JobCancelledError, LeaseLostError, SluiceError
@@ -32,13 +32,26 @@ log = logging.getLogger("sluice_client")
 class JobContext:
     """What a handler gets: the job, and whether it should stop."""
 
-    def __init__(self, job: ClaimedJob) -> None:
+    def __init__(self, job: ClaimedJob, client: Optional[SluiceClient] = None) -> None:
         self.job = job
+        self._client = client
         self.cancelled = threading.Event()
         """Set once the job was cancelled or its lease lost: its result would be discarded."""
         self.lease_lost = False
 
+    def progress(self, value: Any) -> None:
+        """Reports the job's progress (any JSON value, at most 4 KiB)."""
+        assert self._client is not None, "a context made by a Worker"
+        self._client.progress(self.job.id, self.job.lease_token, value)
+
+    def log(self, line: str) -> None:
+        """Adds a line to the job's log."""
+        assert self._client is not None, "a context made by a Worker"
+        self._client.log(self.job.id, self.job.lease_token, line)
+
     def raise_if_cancelled(self) -> None:
+        """Raises `JobCancelledError` once a heartbeat has answered that the job was cancelled:
+        call it between steps; the worker then fails the job and it ends cancelled."""
         if self.cancelled.is_set():
             raise JobCancelledError("job %s was cancelled" % self.job.id)
 
@@ -109,7 +122,7 @@ class Worker:
 
     def run_job(self, job: ClaimedJob) -> None:
         """One job, start to finish (see the states in this module's header)."""
-        context = JobContext(job)
+        context = JobContext(job, self.client)
         beats_stop = threading.Event()
         beats = threading.Thread(target=self._beat, args=(context, beats_stop), name="sluice-heartbeat-%s" % job.id, daemon=True)
         beats.start()

@@ -1,7 +1,7 @@
 /** `sluice dead list`: dead jobs, filtered; `sluice replay` and `sluice cancel`. */
 import type { Command } from 'commander';
 import type { DeadLetterFilter, Job } from 'sluice';
-import { date, integer, withDbOptions, withSluice, type DbFlags } from '../connect.js';
+import { integer, pastTime, requireQueue, withDbOptions, withSluice, type DbFlags } from '../connect.js';
 import type { CliIo } from '../io.js';
 import { progressBar, renderTable } from '../table.js';
 
@@ -17,8 +17,8 @@ function withFilterOptions(command: Command): Command {
   return command
     .option('--queue <name>', 'only this queue')
     .option('--error <text>', 'text to find in any attempt error message (case-insensitive)')
-    .option('--since <time>', 'died at or after this ISO time', date('--since'))
-    .option('--until <time>', 'died before this ISO time', date('--until'));
+    .option('--since <time>', 'died at or after this time: 1h (ago), 30m, 2d, today, yesterday or ISO', pastTime('--since'))
+    .option('--until <time>', 'died before this time (as --since)', pastTime('--until'));
 }
 
 function filterFrom(f: FilterFlags): DeadLetterFilter {
@@ -33,7 +33,13 @@ function filterFrom(f: FilterFlags): DeadLetterFilter {
 function renderDead(jobs: Job[]): string {
   return renderTable(
     ['id', 'queue', 'attempts', 'died', 'last error'],
-    jobs.map((j) => [j.id, j.queue, j.attempts, j.finishedAt?.toISOString() ?? '', (j.errors.at(-1)?.message ?? '').split('\n')[0]!.slice(0, 80)]),
+    jobs.map((j) => [
+      j.id,
+      j.queue,
+      j.attempts,
+      j.finishedAt?.toISOString() ?? '',
+      (j.errors.at(-1)?.message ?? '').split('\n')[0]!.slice(0, 80),
+    ]),
   );
 }
 
@@ -42,7 +48,10 @@ export function registerDead(program: Command, io: CliIo): void {
   withDbOptions(withFilterOptions(dead.command('list').description('list dead jobs, newest first')))
     .option('--limit <n>', 'at most this many (default 100)', integer('--limit', 1))
     .action(async (flags: FilterFlags) => {
-      const page = await withSluice(flags, io, (s) => s.deadLetters.list({ ...filterFrom(flags), limit: flags.limit ?? 100 }));
+      const page = await withSluice(flags, io, async (s) => {
+        await requireQueue(s, flags.queue);
+        return s.deadLetters.list({ ...filterFrom(flags), limit: flags.limit ?? 100 });
+      });
       io.out(flags.json ? `${JSON.stringify(page.jobs)}\n` : page.jobs.length ? renderDead(page.jobs) : 'no dead jobs\n');
     });
 
@@ -56,19 +65,25 @@ export function registerDead(program: Command, io: CliIo): void {
   ).action(async (id: string | undefined, flags: FilterFlags) => {
     const filter = filterFrom(flags);
     if (id !== undefined && Object.keys(filter).length > 0) throw new Error('give a job id or a filter, not both');
-    if (id === undefined && Object.keys(filter).length === 0) throw new Error('give a job id, or a filter (--queue, --error, --since, --until) to replay dead jobs in bulk');
+    if (id === undefined && Object.keys(filter).length === 0)
+      throw new Error('give a job id, or a filter (--queue, --error, --since, --until) to replay dead jobs in bulk');
     await withSluice(flags, io, async (sluice) => {
       if (id !== undefined) {
         const job = await sluice.replay(id);
         io.out(flags.json ? `${JSON.stringify(job)}\n` : `job ${job.id} is pending again\n`);
         return;
       }
+      await requireQueue(sluice, flags.queue);
       const tty = !flags.json && process.stderr.isTTY;
       const result = await sluice.deadLetters.replayMany(filter, {
         onProgress: (done, total) => tty && io.err(`\r${progressBar(done, total)}`),
       });
       if (tty) io.err('\n');
-      io.out(flags.json ? `${JSON.stringify(result)}\n` : `replayed ${result.replayed} dead job(s)${result.skipped ? `, skipped ${result.skipped} (singleton key taken)` : ''}\n`);
+      io.out(
+        flags.json
+          ? `${JSON.stringify(result)}\n`
+          : `replayed ${result.replayed} dead job(s)${result.skipped ? `, skipped ${result.skipped} (singleton key taken)` : ''}\n`,
+      );
     });
   });
 

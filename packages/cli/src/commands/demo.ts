@@ -9,6 +9,7 @@
 import type { Command } from 'commander';
 import { integer } from '../connect.js';
 import type { CliIo } from '../io.js';
+import { apiTokenOf, serverUrlOf } from '../local.js';
 
 /** A queue's send endpoint, or the missions platform's request endpoint for one role. */
 export type SpikeTarget = { queue: string } | { missionsRole: string };
@@ -49,9 +50,19 @@ function percentile(sorted: number[], p: number): number {
 export async function runSpike(o: SpikeOptions): Promise<SpikeReport> {
   const base = o.url.replace(/\/$/, '');
   const endpoint = 'queue' in o ? `${base}/api/queues/${encodeURIComponent(o.queue)}/jobs` : `${base}/api/missions/request`;
-  const body = (user: string, i: number) => ('queue' in o ? { key: user, data: { user, request: i } } : { userId: user, role: o.missionsRole });
+  const body = (user: string, i: number) =>
+    'queue' in o ? { key: user, data: { user, request: i } } : { userId: user, role: o.missionsRole };
   const latencies: number[] = [];
-  const report = { requests: o.requests, accepted: 0, served: 0, queued: 0, shed: 0, keyLimited: 0, errors: 0, firstError: null as string | null };
+  const report = {
+    requests: o.requests,
+    accepted: 0,
+    served: 0,
+    queued: 0,
+    shed: 0,
+    keyLimited: 0,
+    errors: 0,
+    firstError: null as string | null,
+  };
   let next = 0;
   const started = performance.now();
   const one = async (i: number) => {
@@ -75,7 +86,9 @@ export async function runSpike(o: SpikeOptions): Promise<SpikeReport> {
       }
     } catch (err) {
       report.errors++;
-      report.firstError ??= (err as Error).message;
+      // fetch says only "fetch failed"; its cause says why (ECONNREFUSED: nothing listens there).
+      const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
+      report.firstError ??= `${(err as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ''}`;
     }
   };
   await Promise.all(
@@ -112,21 +125,32 @@ export function registerDemo(program: Command, io: CliIo): void {
     .description('fire a burst at the HTTP API, from many users asking several times each, and report what admission control did')
     .option('--queue <name>', 'send jobs to this queue (key = user); reports accepted / shed / key-limited')
     .option('--missions', 'request missions (POST /api/missions/request); reports served / queued / shed / limited per user')
-    .option('--role <role>', 'with --missions: the candidates\' role', 'data-analyst')
+    .option('--role <role>', "with --missions: the candidates' role", 'data-analyst')
     .option('--users <n>', 'distinct users (keys)', integer('--users', 1), 300)
     .option('--requests <n>', 'requests in total', integer('--requests', 1), 900)
     .option('--concurrency <n>', 'requests in flight at once', integer('--concurrency', 1), 50)
-    .option('--url <url>', 'the server (default $SLUICE_URL or http://127.0.0.1:8080)')
-    .option('--token <token>', 'the API token (default $SLUICE_API_TOKEN)')
+    .option('--url <url>', 'the server (default $SLUICE_URL, else the server started here, else http://127.0.0.1:8080)')
+    .option('--token <token>', 'the API token (default $SLUICE_API_TOKEN, else the one the server here generated)')
     .option('--json', 'print JSON for scripts')
     .action(async (flags: SpikeFlags) => {
-      const url = flags.url ?? io.env.SLUICE_URL ?? 'http://127.0.0.1:8080';
-      const token = flags.token ?? io.env.SLUICE_API_TOKEN;
-      if (!token) throw new Error('no API token: pass --token or set SLUICE_API_TOKEN (printed by the server on first start, kept in .sluice/tokens.json)');
-      if ((flags.queue === undefined) === (flags.missions !== true)) throw new Error('give exactly one target: --queue <name> or --missions');
+      const url = serverUrlOf(flags.url, io);
+      const token = apiTokenOf(flags.token, io);
+      if (!token)
+        throw new Error(
+          'no API token: pass --token or set SLUICE_API_TOKEN (printed by the server on first start, kept in .sluice/tokens.json)',
+        );
+      if ((flags.queue === undefined) === (flags.missions !== true))
+        throw new Error('give exactly one target: --queue <name> or --missions');
       const target: SpikeTarget = flags.missions ? { missionsRole: flags.role } : { queue: flags.queue! };
-      const report = await runSpike({ ...target, url, token, users: flags.users, requests: flags.requests, concurrency: flags.concurrency });
-      if (report.errors === report.requests) throw new Error(`every request failed: ${report.firstError}`);
+      const report = await runSpike({
+        ...target,
+        url,
+        token,
+        users: flags.users,
+        requests: flags.requests,
+        concurrency: flags.concurrency,
+      });
+      if (report.errors === report.requests) throw new Error(`every request to ${url} failed: ${report.firstError}`);
       if (flags.json) {
         io.out(`${JSON.stringify(report)}\n`);
         return;
@@ -136,18 +160,18 @@ export function registerDemo(program: Command, io: CliIo): void {
       const perUser = Math.round((report.requests / Math.min(flags.users, report.requests)) * 10) / 10;
       const counts = flags.missions
         ? [
-          `spike: ${report.requests} mission requests from ${flags.users} users (${perUser} each, role "${flags.role}"), ${flags.concurrency} at once, in ${report.durationMs} ms`,
-          line('served (200)', report.served),
-          line('queued (202)', report.queued),
-          line('shed (503)', report.shed),
-          line('per-user limit (429)', report.keyLimited),
-        ]
+            `spike: ${report.requests} mission requests from ${flags.users} users (${perUser} each, role "${flags.role}"), ${flags.concurrency} at once, in ${report.durationMs} ms`,
+            line('served (200)', report.served),
+            line('queued (202)', report.queued),
+            line('shed (503)', report.shed),
+            line('per-user limit (429)', report.keyLimited),
+          ]
         : [
-          `spike: ${report.requests} sends from ${flags.users} users to "${flags.queue}", ${flags.concurrency} at once, in ${report.durationMs} ms`,
-          line('accepted', report.accepted),
-          line('shed (503)', report.shed),
-          line('key-limited', report.keyLimited),
-        ];
+            `spike: ${report.requests} sends from ${flags.users} users to "${flags.queue}", ${flags.concurrency} at once, in ${report.durationMs} ms`,
+            line('accepted', report.accepted),
+            line('shed (503)', report.shed),
+            line('key-limited', report.keyLimited),
+          ];
       io.out(
         [
           ...counts,

@@ -8,7 +8,12 @@ export function registerMigrate(program: Command, io: CliIo): void {
     async (flags: DbFlags) => {
       const result = await withSluice(flags, io, (s) => s.migrate());
       if (flags.json) io.out(`${JSON.stringify(result)}\n`);
-      else io.out(result.applied.length ? `applied migrations ${result.applied.join(', ')}; schema at version ${result.version}\n` : `schema already at version ${result.version}\n`);
+      else
+        io.out(
+          result.applied.length
+            ? `applied migrations ${result.applied.join(', ')}; schema at version ${result.version}\n`
+            : `schema already at version ${result.version}\n`,
+        );
     },
   );
 }

@@ -1,5 +1,8 @@
-/** `sluice prove <challenge-dir>`: run gold and sabotaged code against the tests; exit 0 only when the proof is accepted. */
-import { ChallengeInvalidError, loadChallenge, prove, SABOTAGED_DIR } from '@sluice/proof';
+/**
+ * `sluice prove <challenge-dir>`: run gold and sabotaged code against the tests; exit 0 only
+ * when the proof is accepted. The proof engine (parsers, runners) loads when the command
+ * runs, so the queue commands start without it.
+ */
 import type { Command } from 'commander';
 import { engineOptions, positiveInteger } from '../engine-options.js';
 import { renderVerdict } from '../format.js';
@@ -22,8 +25,10 @@ export function registerProve(program: Command, io: CliIo, setExit: (code: numbe
     .option('--repetitions <n>', 'runs of each side, each with its own seed (default 3)', positiveInteger('--repetitions'))
     .option('--allow-unsandboxed', 'run untrusted code even when bubblewrap is missing (NOT isolated)')
     .action(async (dir: string, flags: ProveFlags) => {
+      const { ChallengeInvalidError, loadChallenge, prove, SABOTAGED_DIR } = await import('@sluice/proof');
       const { challenge, sabotaged } = await loadChallenge(dir);
-      if (!sabotaged) throw new ChallengeInvalidError(`${dir} has no ${SABOTAGED_DIR}/ files to prove (run "sluice sabotage ${dir}" first)`);
+      if (!sabotaged)
+        throw new ChallengeInvalidError(`${dir} has no ${SABOTAGED_DIR}/ files to prove (run "sluice sabotage ${dir}" first)`);
       const verdict = await prove(
         {
           language: challenge.language,

@@ -27,6 +27,7 @@ interface PolicyFlags extends DbFlags {
   maxWait?: number;
   perKeyRateLimit?: { amount: number; periodMs: number };
   perKeyBudget?: { amount: number; periodMs: number };
+  durability?: string;
 }
 
 function policyFrom(f: PolicyFlags): QueuePolicy {
@@ -46,6 +47,8 @@ function policyFrom(f: PolicyFlags): QueuePolicy {
   if (f.maxWait !== undefined) policy.maxWaitMs = f.maxWait;
   if (f.perKeyRateLimit) policy.perKeyRateLimit = { count: f.perKeyRateLimit.amount, periodMs: f.perKeyRateLimit.periodMs };
   if (f.perKeyBudget) policy.perKeyBudget = { units: f.perKeyBudget.amount, periodMs: f.perKeyBudget.periodMs };
+  // Checked by the library, whose error names the choices.
+  if (f.durability !== undefined) policy.durability = f.durability as QueuePolicy['durability'];
   if (f.backoffBaseMs !== undefined || f.backoffMaxMs !== undefined || f.backoffJitter !== undefined) {
     policy.backoff = {
       ...(f.backoffBaseMs !== undefined ? { baseMs: f.backoffBaseMs } : {}),
@@ -67,12 +70,33 @@ const limit = (v: number | null) => (v === null ? '-' : String(v));
 
 function renderQueues(queues: Queue[]): string {
   return renderTable(
-    ['queue', 'cap', 'per key', 'max/key', 'max pending', 'attempts', 'lease', 'paused', ...WINDOWS.map((w) => w.header), 'max wait', ...KEY_WINDOWS.map((w) => w.header)],
+    [
+      'queue',
+      'cap',
+      'per key',
+      'max/key',
+      'max pending',
+      'attempts',
+      'lease',
+      'paused',
+      ...WINDOWS.map((w) => w.header),
+      'max wait',
+      ...KEY_WINDOWS.map((w) => w.header),
+      'durability',
+    ],
     queues.map((q) => [
-      q.name, limit(q.concurrency), limit(q.perKeyConcurrency), limit(q.maxPerKey), limit(q.maxPending), q.maxAttempts, `${q.leaseSeconds}s`, q.paused ? 'yes' : 'no',
+      q.name,
+      limit(q.concurrency),
+      limit(q.perKeyConcurrency),
+      limit(q.maxPerKey),
+      limit(q.maxPending),
+      q.maxAttempts,
+      `${q.leaseSeconds}s`,
+      q.paused ? 'yes' : 'no',
       ...WINDOWS.map((w) => formatWindow(q[w.policy] as Record<string, number> | null, w.amount)),
       q.maxWaitMs === null ? '-' : formatPeriod(q.maxWaitMs),
       ...KEY_WINDOWS.map((w) => formatWindow(q[w.policy] as Record<string, number> | null, w.amount)),
+      q.durability,
     ]),
   );
 }
@@ -104,10 +128,30 @@ export function registerQueues(program: Command, io: CliIo): void {
       .option('--archive', 'archive finished jobs past retention instead of deleting them')
       .option('--dead-letter-queue <queue>', 'also send jobs that die to this queue')
       .option('--rate-limit <count/period>', 'at most COUNT jobs start in any window of PERIOD, e.g. 50/1s', perPeriod('--rate-limit'))
-      .option('--budget <units/period>', "at most UNITS of the jobs' cost start in any window of PERIOD, e.g. 10000/60s", perPeriod('--budget'))
-      .option('--max-wait <duration>', 'with a rate or a budget: refuse a send whose projected wait passes this, e.g. 30s (503)', duration('--max-wait'))
-      .option('--per-key-rate-limit <count/period>', 'at most COUNT jobs of each key start in any window of PERIOD, e.g. 5/1s', perPeriod('--per-key-rate-limit'))
-      .option('--per-key-budget <units/period>', "at most UNITS of each key's jobs' cost start in any window of PERIOD, e.g. 1000/60s", perPeriod('--per-key-budget'))
+      .option(
+        '--budget <units/period>',
+        "at most UNITS of the jobs' cost start in any window of PERIOD, e.g. 10000/60s",
+        perPeriod('--budget'),
+      )
+      .option(
+        '--max-wait <duration>',
+        'with a rate or a budget: refuse a send whose projected wait passes this, e.g. 30s (503)',
+        duration('--max-wait'),
+      )
+      .option(
+        '--per-key-rate-limit <count/period>',
+        'at most COUNT jobs of each key start in any window of PERIOD, e.g. 5/1s',
+        perPeriod('--per-key-rate-limit'),
+      )
+      .option(
+        '--per-key-budget <units/period>',
+        "at most UNITS of each key's jobs' cost start in any window of PERIOD, e.g. 1000/60s",
+        perPeriod('--per-key-budget'),
+      )
+      .option(
+        '--durability <flush|async>',
+        'flush (default): acknowledged work survives a database crash; async: commits without waiting for the WAL flush',
+      )
       .option('--paused', 'create or keep the queue paused'),
   ).action(async (name: string, flags: PolicyFlags) => {
     const queue = await withSluice(flags, io, (s) => s.queues.put(name, policyFrom(flags)));

@@ -1,5 +1,7 @@
-/** `sluice sabotage <challenge-dir> [--llm]`: find a bug a proof accepts and write it to sabotaged/. */
-import { LlmSaboteur, loadChallenge, sabotage, saveSabotage } from '@sluice/proof';
+/**
+ * `sluice sabotage <challenge-dir> [--llm]`: find a bug a proof accepts and write it to
+ * sabotaged/. The proof engine loads when the command runs (see prove.ts).
+ */
 import type { Command } from 'commander';
 import { engineOptions, positiveInteger } from '../engine-options.js';
 import { renderReason, renderVerdict } from '../format.js';
@@ -30,6 +32,7 @@ export function registerSabotage(program: Command, io: CliIo, setExit: (code: nu
     .option('--repetitions <n>', 'runs of each side, each with its own seed (default 3)', positiveInteger('--repetitions'))
     .option('--allow-unsandboxed', 'run untrusted code even when bubblewrap is missing (NOT isolated)')
     .action(async (dir: string, flags: SabotageFlags) => {
+      const { FAMILIES, LlmSaboteur, loadChallenge, sabotage, saveSabotage } = await import('@sluice/proof');
       const { challenge } = await loadChallenge(dir);
       const engine = engineOptions(flags, io);
       const llm = flags.llm ? LlmSaboteur.requireFromEnvironment(io.env, engine.logger) : null;
@@ -38,19 +41,36 @@ export function registerSabotage(program: Command, io: CliIo, setExit: (code: nu
         engine,
         mutation: { seed: flags.seed, maxAttempts: flags.maxAttempts, budgetMs: flags.budgetMs },
       });
-      const written = result.accepted && result.candidate && result.saboteur && flags.write !== false
-        ? await saveSabotage(dir, challenge, result.candidate, result.saboteur)
-        : [];
+      const written =
+        result.accepted && result.candidate && result.saboteur && flags.write !== false
+          ? await saveSabotage(dir, challenge, result.candidate, result.saboteur)
+          : [];
       if (flags.json) {
-        const { gold, verdict, ...rest } = result;
-        io.out(`${JSON.stringify({ ...rest, written, verdict: verdict && { accepted: verdict.accepted, summary: verdict.summary, tests: verdict.tests }, goldSummary: { ran: gold.ran, tests: Object.keys(gold.tests).length } }, null, 2)}\n`);
+        const { gold, verdict, variants, ...rest } = result;
+        io.out(
+          `${JSON.stringify({ ...rest, written, verdict: verdict && { accepted: verdict.accepted, summary: verdict.summary, tests: verdict.tests }, variants: variants.map((v) => ({ family: v.family, difficulty: v.difficulty, lastResort: v.lastResort, description: v.candidate.description })), goldSummary: { ran: gold.ran, tests: Object.keys(gold.tests).length } }, null, 2)}\n`,
+        );
       } else {
         io.out(`${result.accepted ? 'ACCEPTED' : 'NOT ACCEPTED'}: ${result.summary}\n`);
-        if (result.candidate) io.out(`saboteur: ${result.saboteur}\nbug: ${result.candidate.description}\nhint: ${result.candidate.hint}\n`);
+        if (result.candidate) {
+          const family = result.family
+            ? `${result.family}${FAMILIES[result.family].lastResort ? ' (LAST RESORT: no realistic family proved)' : ''}`
+            : 'unknown';
+          io.out(`saboteur: ${result.saboteur}\nfamily: ${family}\nbug: ${result.candidate.description}\nhint: ${result.candidate.hint}\n`);
+        }
+        io.out(`families tried: ${result.families.tried.join(', ') || 'none'}; proved: ${result.families.proved.join(', ') || 'none'}\n`);
         if (result.verdict) io.out(`\n${renderVerdict(result.verdict)}`);
-        if (result.goldReasons?.length) io.out(`\nreasons:\n${result.goldReasons.slice(0, 20).map((r) => `${renderReason(r)}\n`).join('')}`);
+        if (result.goldReasons?.length)
+          io.out(
+            `\nreasons:\n${result.goldReasons
+              .slice(0, 20)
+              .map((r) => `${renderReason(r)}\n`)
+              .join('')}`,
+          );
         for (const attempt of result.attempts.filter((a) => !a.accepted).slice(-5)) {
-          io.out(`tried (${attempt.saboteur}): ${attempt.error ?? attempt.description}${attempt.reasons[0] ? ` — ${attempt.codes?.length ? `[${attempt.codes.join(', ')}] ` : ''}${attempt.reasons[0]}` : ''}\n`);
+          io.out(
+            `tried (${attempt.saboteur}): ${attempt.error ?? attempt.description}${attempt.reasons[0] ? ` — ${attempt.codes?.length ? `[${attempt.codes.join(', ')}] ` : ''}${attempt.reasons[0]}` : ''}\n`,
+          );
         }
         if (written.length) io.out(`wrote ${written.join(', ')}\n`);
       }

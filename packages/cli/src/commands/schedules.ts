@@ -46,7 +46,9 @@ export function registerSchedules(program: Command, io: CliIo): void {
         ...(flags.catchUp !== undefined ? { catchUp: flags.catchUp } : {}),
       }),
     );
-    io.out(flags.json ? `${JSON.stringify(schedule)}\n` : `schedule ${schedule.name}: next slot ${schedule.nextSlotAt?.toISOString() ?? '-'}\n`);
+    io.out(
+      flags.json ? `${JSON.stringify(schedule)}\n` : `schedule ${schedule.name}: next slot ${schedule.nextSlotAt?.toISOString() ?? '-'}\n`,
+    );
   });
   withDbOptions(schedules.command('remove').description('remove a schedule').argument('<name>', 'schedule name')).action(
     async (name: string, flags: DbFlags) => {

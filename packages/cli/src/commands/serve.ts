@@ -25,6 +25,7 @@ interface ServeFlags {
   dataDir?: string;
   maxBodyBytes?: number;
   demoQueue?: boolean;
+  demoWorker?: boolean;
 }
 
 export function registerServe(program: Command, io: CliIo): void {
@@ -37,6 +38,7 @@ export function registerServe(program: Command, io: CliIo): void {
     .option('--data-dir <dir>', 'tokens and embedded data (default $SLUICE_DATA_DIR or ./.sluice)')
     .option('--max-body-bytes <n>', 'largest request body and job payload (default 1048576)', integer('--max-body-bytes', 1024))
     .option('--no-demo-queue', 'do not create the "demo" queue on first start')
+    .option('--no-demo-worker', 'do not work the "demo" queue in this process (worked by default on the embedded PostgreSQL)')
     .action(async (flags: ServeFlags) => {
       const argv = [
         ...(flags.host !== undefined ? ['--host', flags.host] : []),
@@ -45,6 +47,7 @@ export function registerServe(program: Command, io: CliIo): void {
         ...(flags.dataDir !== undefined ? ['--data-dir', flags.dataDir] : []),
         ...(flags.maxBodyBytes !== undefined ? ['--max-body-bytes', String(flags.maxBodyBytes)] : []),
         ...(flags.demoQueue === false ? ['--no-demo-queue'] : []),
+        ...(flags.demoWorker === false ? ['--no-demo-worker'] : []),
       ];
       const server = (await import(SERVER_PACKAGE)) as ServerModule;
       const running = await server.startServer(server.loadConfig(argv, io.env), (line) => io.out(`${line}\n`));

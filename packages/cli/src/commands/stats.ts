@@ -4,7 +4,7 @@
  */
 import type { Command } from 'commander';
 import type { QueueStats } from 'sluice';
-import { integer, withDbOptions, withSluice, type DbFlags } from '../connect.js';
+import { integer, requireQueue, withDbOptions, withSluice, type DbFlags } from '../connect.js';
 import type { CliIo } from '../io.js';
 import { formatAge, formatUse, renderTable, WINDOWS } from '../table.js';
 
@@ -14,14 +14,27 @@ interface StatsFlags extends DbFlags {
   count?: number;
 }
 
+/** A count, marked `~` when it is an estimate (past 100,000 jobs). */
+const count = (s: QueueStats, name: QueueStats['estimated'][number]) => (s.estimated.includes(name) ? `~${s[name]}` : s[name]);
+
 function render(stats: QueueStats[]): string {
-  return renderTable(
-    ['queue', 'ready', 'scheduled', 'waiting', 'active/cap', 'dead', 'lag', 'paused', ...WINDOWS.map((w) => `${w.header} used`), 'held'],
-    stats.map((s) => [
-      s.queue, s.ready, s.scheduled, s.waiting, `${s.active}/${s.concurrency ?? '∞'}`, s.dead, formatAge(s.oldestReadyAgeSeconds), s.paused ? 'yes' : '',
-      ...WINDOWS.map((w) => formatUse(s[w.use])),
-      s.heldBack,
-    ]),
+  const estimated = stats.some((s) => s.estimated.length > 0);
+  return (
+    renderTable(
+      ['queue', 'ready', 'scheduled', 'waiting', 'active/cap', 'dead', 'lag', 'paused', ...WINDOWS.map((w) => `${w.header} used`), 'held'],
+      stats.map((s) => [
+        s.queue,
+        count(s, 'ready'),
+        count(s, 'scheduled'),
+        count(s, 'waiting'),
+        `${s.active}/${s.concurrency ?? '∞'}`,
+        count(s, 'dead'),
+        formatAge(s.oldestReadyAgeSeconds),
+        s.paused ? 'yes' : '',
+        ...WINDOWS.map((w) => formatUse(s[w.use])),
+        count(s, 'heldBack'),
+      ]),
+    ) + (estimated ? '~: an estimate from the table statistics (past 100,000 jobs)\n' : '')
   );
 }
 
@@ -35,6 +48,7 @@ export function registerStats(program: Command, io: CliIo): void {
       .option('--count <n>', 'with --watch: stop after N refreshes', integer('--count', 1)),
   ).action(async (flags: StatsFlags) => {
     await withSluice(flags, io, async (sluice) => {
+      await requireQueue(sluice, flags.queue);
       const read = async () => {
         const names = flags.queue ? [flags.queue] : (await sluice.queues.list()).map((q) => q.name);
         return Promise.all(names.map((n) => sluice.stats(n)));

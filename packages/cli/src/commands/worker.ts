@@ -41,7 +41,11 @@ export function registerWorker(program: Command, io: CliIo): void {
       .requiredOption('--handler <module>', 'module exporting the handler (default export or "handler")')
       .option('--concurrency <n>', 'jobs at once in this process (default 10)', integer('--concurrency', 1))
       .option('--poll-interval-ms <ms>', 'poll at least this often (default 1000)', integer('--poll-interval-ms', 10))
-      .option('--maintenance-interval-ms <ms>', 'maintenance tick interval (default 10000; 0 = no tick here)', integer('--maintenance-interval-ms'))
+      .option(
+        '--maintenance-interval-ms <ms>',
+        'maintenance tick interval (default 10000; 0 = no tick here)',
+        integer('--maintenance-interval-ms'),
+      )
       .option('--stop-timeout-ms <ms>', 'how long to drain at shutdown (default 30000)', integer('--stop-timeout-ms')),
   ).action(async (flags: WorkerFlags) => {
     const handler = await loadHandler(flags.handler);

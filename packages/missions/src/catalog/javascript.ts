@@ -7,7 +7,8 @@ export const javascriptEntries: CatalogEntry[] = [
     language: 'javascript',
     domain: 'engineering',
     title: 'Capped exponential backoff',
-    brief: 'Retries of a flaky HTTP call wait the wrong time. `{{fn}}(attempt, baseMs, maxMs)` must return baseMs · 2^(attempt − 1), never more than maxMs.',
+    brief:
+      'Retries of a flaky HTTP call wait the wrong time. `{{fn}}(attempt, baseMs, maxMs)` must return baseMs · 2^(attempt − 1), never more than maxMs.',
     names: { fn: ['retryDelay', 'backoffDelay', 'waitBeforeRetry'] },
     solution: {
       'retry.js': [
@@ -24,7 +25,7 @@ export const javascriptEntries: CatalogEntry[] = [
         "const { {{fn}} } = require('./retry');",
         "test('first attempt waits the base delay', () => { expect({{fn}}(1, 100, 10000)).toBe(100); });",
         "test('doubles per attempt', () => { expect({{fn}}(3, 100, 10000)).toBe(400); });",
-        "test('never waits more than the cap', () => { expect({{fn}}(10, 100, 5000)).toBe(5000); });",
+        "test('never waits more than the cap', () => { expect({{fn}}(4, 100, 1000)).toBe(800); expect({{fn}}(5, 100, 1000)).toBe(1000); });",
         '',
       ].join('\n'),
     },
@@ -34,7 +35,8 @@ export const javascriptEntries: CatalogEntry[] = [
     language: 'typescript',
     domain: 'engineering',
     title: 'Latency percentile',
-    brief: 'The latency dashboard shows the wrong p95. `{{fn}}(values, p)` returns the nearest-rank percentile: the smallest value with at least p% of the values at or below it.',
+    brief:
+      'The latency dashboard shows the wrong p95. `{{fn}}(values, p)` returns the nearest-rank percentile: the smallest value with at least p% of the values at or below it.',
     names: { fn: ['percentile', 'nearestRank', 'latencyPercentile'] },
     solution: {
       'percentile.ts': [
@@ -93,14 +95,18 @@ export const javascriptEntries: CatalogEntry[] = [
     language: 'typescript',
     domain: 'data',
     title: 'Totals per group',
-    brief: 'A report sums amounts per category wrongly. `{{fn}}(rows)` returns an object mapping each category to the sum of its amounts.',
+    brief:
+      'A report sums amounts per category wrongly. `{{fn}}(rows)` returns an object mapping each category to the sum of its amounts; refunds (negative amounts) are left out.',
     names: { fn: ['groupTotals', 'totalsByCategory', 'sumByGroup'] },
     solution: {
       'totals.ts': [
         'export interface Row { category: string; amount: number }',
         'export function {{fn}}(rows: Row[]): Record<string, number> {',
         '  const totals: Record<string, number> = {};',
-        '  for (const row of rows) totals[row.category] = (totals[row.category] ?? 0) + row.amount;',
+        '  for (const row of rows) {',
+        '    if (row.amount < 0) continue;',
+        '    totals[row.category] = (totals[row.category] ?? 0) + row.amount;',
+        '  }',
         '  return totals;',
         '}',
         '',
@@ -109,9 +115,9 @@ export const javascriptEntries: CatalogEntry[] = [
     tests: {
       'totals.test.ts': [
         "import { {{fn}} } from './totals';",
-        "test('one category', () => { expect({{fn}}([{ category: 'a', amount: 2 }, { category: 'a', amount: 3 }])).toEqual({ a: 5 }); });",
-        "test('two categories', () => { expect({{fn}}([{ category: 'a', amount: 1 }, { category: 'b', amount: 4 }])).toEqual({ a: 1, b: 4 }); });",
-        "test('no rows', () => { expect({{fn}}([])).toEqual({}); });",
+        "test('one category', () => { expect({{fn}}([{ category: 'a', amount: 2 }, { category: 'a', amount: 3 }, { category: 'a', amount: -1 }])).toEqual({ a: 5 }); });",
+        "test('two categories', () => { expect({{fn}}([{ category: 'a', amount: 1 }, { category: 'b', amount: 4 }, { category: 'a', amount: 2 }, { category: 'b', amount: -3 }, { category: 'b', amount: 1 }])).toEqual({ a: 3, b: 5 }); });",
+        "test('refunds are left out', () => { expect({{fn}}([{ category: 'x', amount: 1.5 }, { category: 'y', amount: -2 }, { category: 'x', amount: 2.5 }, { category: 'y', amount: 3 }, { category: 'y', amount: 2 }])).toEqual({ x: 4, y: 5 }); });",
         '',
       ].join('\n'),
     },
@@ -121,7 +127,8 @@ export const javascriptEntries: CatalogEntry[] = [
     language: 'javascript',
     domain: 'marketing',
     title: 'Landing page conversion rate',
-    brief: 'Campaign reports show odd conversion rates. `{{fn}}(visits, conversions)` returns conversions per 100 visits, rounded to two decimals, and 0 when there were no visits.',
+    brief:
+      'Campaign reports show odd conversion rates. `{{fn}}(visits, conversions)` returns conversions per 100 visits, rounded to two decimals, and 0 when there were no visits.',
     names: { fn: ['conversionRate', 'landingConversion', 'ratePerHundred'] },
     solution: {
       'conversion.js': [
@@ -136,9 +143,9 @@ export const javascriptEntries: CatalogEntry[] = [
     tests: {
       'conversion.test.js': [
         "const { {{fn}} } = require('./conversion');",
-        "test('a quarter converts', () => { expect({{fn}}(400, 100)).toBe(25); });",
-        "test('rounds to two decimals', () => { expect({{fn}}(3, 1)).toBe(33.33); });",
-        "test('no visits means no rate', () => { expect({{fn}}(0, 0)).toBe(0); });",
+        "test('two in three convert', () => { expect({{fn}}(3, 2)).toBe(66.67); });",
+        "test('rounds to two decimals', () => { expect({{fn}}(7, 1)).toBe(14.29); });",
+        "test('no visits means no rate', () => { expect({{fn}}(0, 0)).toBe(0); expect({{fn}}(6, 1)).toBe(16.67); });",
         '',
       ].join('\n'),
     },
@@ -148,13 +155,16 @@ export const javascriptEntries: CatalogEntry[] = [
     language: 'typescript',
     domain: 'marketing',
     title: 'Campaign return on ad spend',
-    brief: 'The campaign leaderboard is wrong. `{{fn}}(campaigns)` returns each campaign name with its ROAS (revenue / spend, two decimals), best first.',
+    brief:
+      'The campaign leaderboard is wrong. `{{fn}}(campaigns)` returns each campaign name with its ROAS (revenue / spend, two decimals), best first; campaigns that spent nothing are left out.',
     names: { fn: ['rankCampaigns', 'campaignRoas', 'roasLeaderboard'] },
     solution: {
       'roas.ts': [
         'export interface Campaign { name: string; spend: number; revenue: number }',
         'export function {{fn}}(campaigns: Campaign[]): { name: string; roas: number }[] {',
-        '  const ranked = campaigns.map((c) => ({ name: c.name, roas: Math.round((c.revenue / c.spend) * 100) / 100 }));',
+        '  const ranked = campaigns',
+        '    .filter((c) => c.spend > 0)',
+        '    .map((c) => ({ name: c.name, roas: Math.round((c.revenue / c.spend) * 100) / 100 }));',
         '  ranked.sort((a, b) => b.roas - a.roas);',
         '  return ranked;',
         '}',
@@ -164,9 +174,9 @@ export const javascriptEntries: CatalogEntry[] = [
     tests: {
       'roas.test.ts': [
         "import { {{fn}} } from './roas';",
-        "test('best first', () => { expect({{fn}}([{ name: 'x', spend: 10, revenue: 20 }, { name: 'y', spend: 10, revenue: 50 }])).toEqual([{ name: 'y', roas: 5 }, { name: 'x', roas: 2 }]); });",
-        "test('two decimals', () => { expect({{fn}}([{ name: 'z', spend: 3, revenue: 10 }])).toEqual([{ name: 'z', roas: 3.33 }]); });",
-        "test('no campaigns', () => { expect({{fn}}([])).toEqual([]); });",
+        "test('best first', () => { expect({{fn}}([{ name: 'x', spend: 3, revenue: 7 }, { name: 'idle', spend: 0, revenue: 0 }, { name: 'y', spend: 4, revenue: 19 }])).toEqual([{ name: 'y', roas: 4.75 }, { name: 'x', roas: 2.33 }]); });",
+        "test('two decimals', () => { expect({{fn}}([{ name: 'w', spend: 8, revenue: 10 }, { name: 'z', spend: 3, revenue: 10 }, { name: 'organic', spend: 0, revenue: 5 }])).toEqual([{ name: 'z', roas: 3.33 }, { name: 'w', roas: 1.25 }]); });",
+        "test('three campaigns', () => { expect({{fn}}([{ name: 'off', spend: 0, revenue: 0 }, { name: 'a', spend: 6, revenue: 10 }, { name: 'b', spend: 3, revenue: 20 }, { name: 'c', spend: 9, revenue: 10 }])).toEqual([{ name: 'b', roas: 6.67 }, { name: 'a', roas: 1.67 }, { name: 'c', roas: 1.11 }]); });",
         '',
       ].join('\n'),
     },

@@ -5,10 +5,7 @@
  * the test file and proves nothing).
  */
 import type { CatalogEntry } from './types.js';
-
-const lines = (...l: string[]) => [...l, ''].join('\n');
-const pgtap = (...assertions: string[]) =>
-  lines('BEGIN;', `SELECT plan(${assertions.length});`, ...assertions, 'SELECT * FROM finish();', 'ROLLBACK;');
+import { lines, pgtap } from './text.js';
 
 export const sqlEntries: CatalogEntry[] = [
   {
@@ -16,12 +13,14 @@ export const sqlEntries: CatalogEntry[] = [
     language: 'sql',
     domain: 'data',
     title: 'Revenue per region',
-    brief: 'The regional revenue widget is wrong. `{{fn}}(region)` returns the total amount of paid orders in a region (0 when there are none).',
+    brief:
+      'The regional revenue widget is wrong. `{{fn}}(region)` returns the total amount of paid orders in a region (0 when there are none).',
     names: { fn: ['region_revenue', 'revenue_for_region', 'paid_revenue'] },
     solution: {
       'solution.sql': lines(
         'CREATE TABLE orders (id int PRIMARY KEY, region text NOT NULL, amount numeric(10,2) NOT NULL, paid boolean NOT NULL);',
-        "INSERT INTO orders VALUES (1, 'eu', 100.00, true), (2, 'eu', 250.00, true), (3, 'eu', 80.00, false), (4, 'us', 40.50, true);",
+        "INSERT INTO orders VALUES (1, 'eu', 100.00, true), (2, 'eu', 250.00, true), (3, 'eu', 80.00, false), (4, 'us', 40.50, true),",
+        "  (5, 'us', 19.50, true), (6, 'us', 60.00, false), (7, 'apac', 10.00, true), (8, 'apac', 30.00, true), (9, 'apac', 5.00, false);",
         'CREATE FUNCTION {{fn}}(wanted text) RETURNS numeric LANGUAGE sql AS $$',
         '  SELECT coalesce(sum(amount), 0) FROM orders WHERE region = wanted AND paid',
         '$$;',
@@ -30,8 +29,8 @@ export const sqlEntries: CatalogEntry[] = [
     tests: {
       'test_revenue.sql': pgtap(
         "SELECT is({{fn}}('eu'), 350.00::numeric, 'sums paid orders of a region');",
-        "SELECT is({{fn}}('us'), 40.50::numeric, 'a single order');",
-        "SELECT is({{fn}}('apac'), 0::numeric, 'no orders means zero');",
+        "SELECT is({{fn}}('us'), 60.00::numeric, 'leaves unpaid orders out');",
+        "SELECT is({{fn}}('apac'), 40.00::numeric, 'another region');",
       ),
     },
   },
@@ -45,7 +44,8 @@ export const sqlEntries: CatalogEntry[] = [
     solution: {
       'solution.sql': lines(
         'CREATE TABLE events (user_id int NOT NULL, happened_on date NOT NULL);',
-        "INSERT INTO events VALUES (1, '2024-01-01'), (1, '2024-01-05'), (2, '2024-01-06'), (3, '2023-12-30'), (2, '2024-01-07');",
+        "INSERT INTO events VALUES (1, '2024-01-01'), (1, '2024-01-05'), (2, '2024-01-06'), (3, '2023-12-30'), (2, '2024-01-07'),",
+        "  (4, '2024-01-06'), (5, '2023-12-01'), (5, '2023-11-20'), (6, '2023-11-01');",
         'CREATE FUNCTION {{fn}}(since date) RETURNS int LANGUAGE sql AS $$',
         '  SELECT count(DISTINCT user_id)::int FROM events WHERE happened_on >= since',
         '$$;',
@@ -53,9 +53,9 @@ export const sqlEntries: CatalogEntry[] = [
     },
     tests: {
       'test_active.sql': pgtap(
-        "SELECT is({{fn}}('2024-01-01'), 2, 'counts each user once');",
-        "SELECT is({{fn}}('2023-12-01'), 3, 'everyone since December');",
-        "SELECT is({{fn}}('2024-02-01'), 0, 'nobody in February');",
+        "SELECT is({{fn}}('2024-01-06'), 2, 'counts each user once');",
+        "SELECT is({{fn}}('2023-12-30'), 4, 'an event on the day counts');",
+        "SELECT is({{fn}}('2023-12-01'), 5, 'everyone since December');",
       ),
     },
   },
@@ -64,12 +64,15 @@ export const sqlEntries: CatalogEntry[] = [
     language: 'sql',
     domain: 'engineering',
     title: 'Average latency of a service',
-    brief: 'An SLO report shows the wrong latency. `{{fn}}(service)` returns the average latency in ms of the successful requests of a service, rounded to one decimal (0 when none).',
+    brief:
+      'An SLO report shows the wrong latency. `{{fn}}(service)` returns the average latency in ms of the successful requests of a service, rounded to one decimal (0 when none).',
     names: { fn: ['avg_latency_ms', 'mean_latency', 'service_latency_ms'] },
     solution: {
       'solution.sql': lines(
         'CREATE TABLE requests (service text NOT NULL, latency_ms int NOT NULL, status int NOT NULL);',
-        "INSERT INTO requests VALUES ('api', 100, 200), ('api', 200, 200), ('api', 900, 500), ('web', 35, 200), ('web', 40, 204);",
+        "INSERT INTO requests VALUES ('api', 100, 200), ('api', 200, 200), ('api', 205, 201), ('api', 900, 500), ('api', 700, 400),",
+        "  ('web', 35, 200), ('web', 40, 204), ('web', 41, 200), ('web', 300, 400), ('web', 80, 503),",
+        "  ('jobs', 10, 200), ('jobs', 20, 200), ('jobs', 20, 201), ('jobs', 500, 400);",
         'CREATE FUNCTION {{fn}}(wanted text) RETURNS numeric LANGUAGE sql AS $$',
         '  SELECT coalesce(round(avg(latency_ms), 1), 0) FROM requests WHERE service = wanted AND status < 400',
         '$$;',
@@ -77,9 +80,9 @@ export const sqlEntries: CatalogEntry[] = [
     },
     tests: {
       'test_latency.sql': pgtap(
-        "SELECT is({{fn}}('api'), 150.0::numeric, 'ignores failed requests');",
-        "SELECT is({{fn}}('web'), 37.5::numeric, 'rounds to one decimal');",
-        "SELECT is({{fn}}('jobs'), 0::numeric, 'no requests means zero');",
+        "SELECT is({{fn}}('api'), 168.3::numeric, 'ignores failed requests');",
+        "SELECT is({{fn}}('web'), 38.7::numeric, 'rounds to one decimal');",
+        "SELECT is({{fn}}('jobs'), 16.7::numeric, 'a 400 is a failed request');",
       ),
     },
   },
@@ -88,12 +91,14 @@ export const sqlEntries: CatalogEntry[] = [
     language: 'sql',
     domain: 'engineering',
     title: 'Error rate of a deployment',
-    brief: 'The deploy gate lets bad releases through. `{{fn}}(release)` returns the percentage of requests of a release with a status of 500 or more, rounded to two decimals.',
+    brief:
+      'The deploy gate lets bad releases through. `{{fn}}(release)` returns the percentage of requests of a release with a status of 500 or more, rounded to two decimals.',
     names: { fn: ['error_rate', 'release_error_rate', 'failure_percent'] },
     solution: {
       'solution.sql': lines(
         'CREATE TABLE hits (release text NOT NULL, status int NOT NULL);',
-        "INSERT INTO hits VALUES ('v1', 200), ('v1', 500), ('v1', 200), ('v1', 200), ('v2', 503), ('v2', 200), ('v2', 502);",
+        "INSERT INTO hits VALUES ('v1', 200), ('v1', 500), ('v1', 200), ('v2', 500), ('v2', 502), ('v2', 200), ('v2', 200),",
+        "  ('v2', 200), ('v2', 200), ('v2', 200), ('v3', 503), ('v3', 500), ('v3', 200);",
         'CREATE FUNCTION {{fn}}(wanted text) RETURNS numeric LANGUAGE sql AS $$',
         '  SELECT round(100.0 * count(*) FILTER (WHERE status >= 500) / count(*), 2) FROM hits WHERE release = wanted',
         '$$;',
@@ -101,8 +106,9 @@ export const sqlEntries: CatalogEntry[] = [
     },
     tests: {
       'test_error_rate.sql': pgtap(
-        "SELECT is({{fn}}('v1'), 25.00::numeric, 'one failure in four');",
-        "SELECT is({{fn}}('v2'), 66.67::numeric, 'rounds to two decimals');",
+        "SELECT is({{fn}}('v1'), 33.33::numeric, 'one failure in three');",
+        "SELECT is({{fn}}('v2'), 28.57::numeric, 'rounds to two decimals');",
+        "SELECT is({{fn}}('v3'), 66.67::numeric, 'a status of exactly 500 is a failure');",
       ),
     },
   },
@@ -111,22 +117,23 @@ export const sqlEntries: CatalogEntry[] = [
     language: 'sql',
     domain: 'marketing',
     title: 'Sign-ups per channel',
-    brief: 'Channel attribution undercounts. `{{fn}}(channel)` returns how many sign-ups came from a channel (matched case-insensitively).',
+    brief:
+      'Channel attribution is off. `{{fn}}(channel, since)` returns how many distinct people signed up from a channel (matched case-insensitively) on or after `since`.',
     names: { fn: ['channel_signups', 'signups_from', 'attributed_signups'] },
     solution: {
       'solution.sql': lines(
-        'CREATE TABLE signups (id int PRIMARY KEY, channel text NOT NULL);',
-        "INSERT INTO signups VALUES (1, 'Email'), (2, 'email'), (3, 'Search'), (4, 'social'), (5, 'EMAIL');",
-        'CREATE FUNCTION {{fn}}(wanted text) RETURNS int LANGUAGE sql AS $$',
-        '  SELECT count(*)::int FROM signups WHERE lower(channel) = lower(wanted)',
+        'CREATE TABLE signups (id int PRIMARY KEY, channel text NOT NULL, email text NOT NULL, signed_up_on date NOT NULL);',
+        "INSERT INTO signups VALUES (1, 'Email', 'a@x', '2024-01-10'), (2, 'email', 'b@x', '2024-01-12'), (3, 'EMAIL', 'b@x', '2024-01-11'), (4, 'email', 'c@x', '2024-01-09'),",
+        "  (5, 'Search', 'd@x', '2024-01-10'), (6, 'search', 'e@x', '2024-01-15'), (7, 'Search', 'e@x', '2024-01-20'), (8, 'social', 'f@x', '2024-01-10');",
+        'CREATE FUNCTION {{fn}}(wanted text, since date) RETURNS int LANGUAGE sql AS $$',
+        '  SELECT count(DISTINCT email)::int FROM signups WHERE lower(channel) = lower(wanted) AND signed_up_on >= since',
         '$$;',
       ),
     },
     tests: {
       'test_signups.sql': pgtap(
-        "SELECT is({{fn}}('email'), 3, 'ignores case');",
-        "SELECT is({{fn}}('Search'), 1, 'a single sign-up');",
-        "SELECT is({{fn}}('radio'), 0, 'an unknown channel');",
+        "SELECT is({{fn}}('email', '2024-01-10'), 2, 'ignores case, counts each person once');",
+        "SELECT is({{fn}}('Search', '2024-01-10'), 2, 'from the first day on');",
       ),
     },
   },
@@ -135,7 +142,8 @@ export const sqlEntries: CatalogEntry[] = [
     language: 'sql',
     domain: 'marketing',
     title: 'Cost per acquisition',
-    brief: 'The CPA column is wrong. `{{fn}}(campaign)` returns the campaign\'s total spend divided by its conversions, rounded to two decimals.',
+    brief:
+      "The CPA column is wrong. `{{fn}}(campaign)` returns the campaign's total spend divided by its conversions, rounded to two decimals.",
     names: { fn: ['cost_per_acquisition', 'campaign_cpa', 'cpa'] },
     solution: {
       'solution.sql': lines(

@@ -25,11 +25,14 @@ export function runnerUrl(options: DatabaseOptions = {}): Promise<string> {
   const adminUrl = adminUrlOf(options);
   if (!adminUrl) {
     return Promise.reject(
-      new DatabaseUnavailableError('SQL runs need PostgreSQL: set DATABASE_URL (or SLUICE_PROOF_ADMIN_URL, or pass database.adminUrl / database.runnerUrl)'),
+      new DatabaseUnavailableError(
+        'SQL runs need PostgreSQL: set DATABASE_URL (or SLUICE_PROOF_ADMIN_URL, or pass database.adminUrl / database.runnerUrl)',
+      ),
     );
   }
   const role = options.runnerRole ?? DEFAULT_ROLE;
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(role)) return Promise.reject(new InvalidInputError(`runnerRole "${role}" is not a plain role name`, 'runnerRole'));
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(role))
+    return Promise.reject(new InvalidInputError(`runnerRole "${role}" is not a plain role name`, 'runnerRole'));
   const key = `${role}\n${adminUrl}`;
   let url = ensured.get(key);
   if (!url) {
@@ -57,7 +60,10 @@ async function ensureRunnerRole(adminUrl: string, role: string): Promise<string>
     const attributes = `LOGIN CREATEDB NOSUPERUSER NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '${password}'`;
     await client.query(rows[0]?.exists ? `ALTER ROLE ${role} WITH ${attributes}` : `CREATE ROLE ${role} WITH ${attributes}`);
   } catch (error) {
-    throw new DatabaseUnavailableError(`cannot create the runner role ${role} (the admin URL needs CREATEROLE): ${(error as Error).message}`, { cause: error });
+    throw new DatabaseUnavailableError(
+      `cannot create the runner role ${role} (the admin URL needs CREATEROLE): ${(error as Error).message}`,
+      { cause: error },
+    );
   } finally {
     await client.end().catch(() => undefined);
   }

@@ -38,7 +38,9 @@ export async function sweepStale(database: DatabaseOptions = {}, options: SweepO
   const swept: SweepResult = { databases: [], roles: [] };
   const stale = (name: string) => (createdAt(name) ?? Infinity) < cutoff;
   try {
-    const databases = await client.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE 'sluice\\_proof\\_db\\_%'");
+    const databases = await client.query<{ datname: string }>(
+      "SELECT datname FROM pg_database WHERE datname LIKE 'sluice\\_proof\\_db\\_%'",
+    );
     for (const { datname } of databases.rows) {
       if (!RUN_DATABASE_PATTERN.test(datname) || !stale(datname)) continue;
       try {

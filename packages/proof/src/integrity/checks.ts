@@ -40,7 +40,9 @@ export function repeatRun(input: RunSuiteInput, options: EngineOptions): Promise
 export function flakyReasons(run: 'gold' | 'sabotaged', results: SuiteResult[]): VerdictReason[] {
   const [first, ...rest] = results;
   if (!first) return [];
-  const firstBroken = runReasons(run, first).map((r) => r.code).join();
+  const firstBroken = runReasons(run, first)
+    .map((r) => r.code)
+    .join();
   const reasons: VerdictReason[] = [];
   rest.forEach((result, i) => {
     const seed = i + 1;
@@ -57,7 +59,12 @@ export function flakyReasons(run: 'gold' | 'sabotaged', results: SuiteResult[]):
       const after = outcome(result.tests[id]);
       if (before === after) continue;
       const message = result.tests[id]?.message ? `: ${firstLine(result.tests[id]!.message)}` : '';
-      reasons.push({ run, code: 'flaky', testId: id, message: `${run}: "${id}" ${before} in the first run but ${after} in the run with seed ${seed} of ${results.length}${message}` });
+      reasons.push({
+        run,
+        code: 'flaky',
+        testId: id,
+        message: `${run}: "${id}" ${before} in the first run but ${after} in the run with seed ${seed} of ${results.length}${message}`,
+      });
     }
   });
   return reasons;
@@ -71,11 +78,16 @@ function outcome(test: TestResult | undefined): string {
  * `order_dependent` and `judges_text` reasons for a gold suite that passed cleanly in
  * `gold`: the isolation runs and the equivalent rewrite, in parallel within the slots.
  */
-export async function goldIntegrity(input: RunSuiteInput, gold: SuiteResult, options: EngineOptions): Promise<{ reasons: VerdictReason[]; checks: Omit<ProofChecks, 'repetitions'> }> {
+export async function goldIntegrity(
+  input: RunSuiteInput,
+  gold: SuiteResult,
+  options: EngineOptions,
+): Promise<{ reasons: VerdictReason[]; checks: Omit<ProofChecks, 'repetitions'> }> {
   const ids = Object.keys(gold.tests);
   // pgTAP cannot run one assertion alone: its unit is the test file.
   const units = input.language === 'sql' ? Object.keys(input.tests) : ids;
-  const isolation = units.length > 1 ? [{ only: undefined, reverseOrder: true }, ...units.map((only) => ({ only, reverseOrder: false }))] : [];
+  const isolation =
+    units.length > 1 ? [{ only: undefined, reverseOrder: true }, ...units.map((only) => ({ only, reverseOrder: false }))] : [];
   const rewritten = await equivalentGold(input.language, input.files, input.tests);
   const [isolated, rewrite] = await Promise.all([
     Promise.all(isolation.map((how) => slotRun({ ...input, ...how }, options))),
@@ -83,11 +95,17 @@ export async function goldIntegrity(input: RunSuiteInput, gold: SuiteResult, opt
   ]);
   const reasons: VerdictReason[] = [];
   isolation.forEach((how, i) => {
-    const covered = how.only === undefined ? ids : ids.filter((id) => (input.language === 'sql' ? id.startsWith(`${how.only}::`) : id === how.only));
-    const context = how.reverseOrder ? 'with the tests in reverse order' : input.language === 'sql' ? 'with its file run alone' : 'run alone';
+    const covered =
+      how.only === undefined ? ids : ids.filter((id) => (input.language === 'sql' ? id.startsWith(`${how.only}::`) : id === how.only));
+    const context = how.reverseOrder
+      ? 'with the tests in reverse order'
+      : input.language === 'sql'
+        ? 'with its file run alone'
+        : 'run alone';
     reasons.push(...mustPass(isolated[i]!, covered, 'order_dependent', context));
   });
-  if (rewrite) reasons.push(...mustPass(rewrite, ids, 'judges_text', `on an equivalent rewrite of gold (${REWRITE_DESCRIPTION[input.language]})`));
+  if (rewrite)
+    reasons.push(...mustPass(rewrite, ids, 'judges_text', `on an equivalent rewrite of gold (${REWRITE_DESCRIPTION[input.language]})`));
   return { reasons, checks: { isolationRuns: isolation.length, rewrite: rewritten ? REWRITE_DESCRIPTION[input.language] : null } };
 }
 
@@ -95,7 +113,13 @@ function mustPass(result: SuiteResult, ids: string[], code: 'order_dependent' | 
   if (!result.ran || result.setupError) {
     // A run killed by its time limit says nothing about order or text: it is reported as what it is.
     const why = runReasons('gold', result)[0];
-    return [{ run: 'gold', code: why?.code === 'timed_out' ? 'timed_out' : code, message: `gold: the suite did not complete ${context}: ${why?.message ?? 'no readable report'}` }];
+    return [
+      {
+        run: 'gold',
+        code: why?.code === 'timed_out' ? 'timed_out' : code,
+        message: `gold: the suite did not complete ${context}: ${why?.message ?? 'no readable report'}`,
+      },
+    ];
   }
   const reasons: VerdictReason[] = [];
   for (const id of ids) {

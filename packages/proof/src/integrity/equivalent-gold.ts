@@ -13,7 +13,14 @@ export const REWRITE_DESCRIPTION: Record<Language, string> = {
 
 export async function equivalentGold(language: Language, gold: SourceFiles, tests: SourceFiles): Promise<SourceFiles | null> {
   // A parameter a test's code names may be passed by keyword: it keeps its name.
-  const testNames = language === 'python' ? await namesInCode(Object.entries(tests).filter(([path]) => path.endsWith('.py')).map(([, text]) => text)) : new Set<string>();
+  const testNames =
+    language === 'python'
+      ? await namesInCode(
+          Object.entries(tests)
+            .filter(([path]) => path.endsWith('.py'))
+            .map(([, text]) => text),
+        )
+      : new Set<string>();
   const rewritten: SourceFiles = {};
   let changed = false;
   for (const [path, text] of Object.entries(gold)) {

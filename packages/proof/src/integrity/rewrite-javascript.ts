@@ -72,7 +72,8 @@ function reindent(code: string, plugins: ParserPlugin[]): string | null {
   try {
     traverse(parse(code, { sourceType: 'unambiguous', plugins }), {
       enter(node: NodePath) {
-        if (node.isTemplateElement() || node.isStringLiteral() || node.isJSXText() || node.isDirectiveLiteral()) literal.push([node.node.start!, node.node.end!]);
+        if (node.isTemplateElement() || node.isStringLiteral() || node.isJSXText() || node.isDirectiveLiteral())
+          literal.push([node.node.start!, node.node.end!]);
       },
     });
   } catch {
@@ -97,7 +98,7 @@ function functionName(statement: t.Statement): string | null {
 
 /** Each run of two or more adjacent function declarations, last first. */
 function reorderFunctions(body: t.Statement[]): void {
-  for (let i = 0; i < body.length; ) {
+  for (let i = 0; i < body.length;) {
     let j = i;
     while (j < body.length && functionName(body[j]!) !== null) j++;
     const names = body.slice(i, j).map(functionName);

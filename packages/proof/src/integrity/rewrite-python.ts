@@ -10,8 +10,23 @@ import { freshName, splice, type Splice } from './splice.js';
 
 // A function using these can reach its locals by name: renaming could change what it does.
 const DYNAMIC_SCOPE = /\b(global|nonlocal|locals|vars|eval|exec)\b/;
-const BINDING_PARENTS = new Set(['assignment', 'augmented_assignment', 'for_statement', 'for_in_clause', 'named_expression', 'as_pattern_target']);
-const PATTERNS = new Set(['pattern_list', 'tuple_pattern', 'list_pattern', 'tuple', 'list', 'list_splat_pattern', 'parenthesized_expression']);
+const BINDING_PARENTS = new Set([
+  'assignment',
+  'augmented_assignment',
+  'for_statement',
+  'for_in_clause',
+  'named_expression',
+  'as_pattern_target',
+]);
+const PATTERNS = new Set([
+  'pattern_list',
+  'tuple_pattern',
+  'list_pattern',
+  'tuple',
+  'list',
+  'list_splat_pattern',
+  'parenthesized_expression',
+]);
 
 /**
  * The names the tests' code uses (not the text of their strings): a parameter among them
@@ -65,7 +80,8 @@ async function renameLocals(text: string, protectedNames: ReadonlySet<string>): 
       const outside = definitionTimeParts(fn);
       for (const id of fn.descendantsOfType('identifier')) {
         const to = renames.get(id!.text);
-        if (to && !isNameOfSomethingElse(id!) && !outside.some((part) => within(id!, part))) out.push({ start: id!.startIndex, end: id!.endIndex, text: to });
+        if (to && !isNameOfSomethingElse(id!) && !outside.some((part) => within(id!, part)))
+          out.push({ start: id!.startIndex, end: id!.endIndex, text: to });
       }
     }
     return out;
@@ -151,7 +167,11 @@ async function reorderFunctions(text: string): Promise<string> {
     let run: Node[] = [];
     const flush = () => {
       const names = run.map((fn) => fn.childForFieldName('name')?.text);
-      const usedWhenDefined = run.flatMap((fn) => definitionTimeParts(fn).flatMap((part) => [part, ...part.descendantsOfType('identifier')]).map((n) => n!.text));
+      const usedWhenDefined = run.flatMap((fn) =>
+        definitionTimeParts(fn)
+          .flatMap((part) => [part, ...part.descendantsOfType('identifier')])
+          .map((n) => n!.text),
+      );
       const independent = !usedWhenDefined.some((name) => names.includes(name));
       if (run.length >= 2 && new Set(names).size === run.length && independent) {
         const reversed = [...run].reverse();

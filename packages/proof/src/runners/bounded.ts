@@ -16,6 +16,8 @@ export function runBounded(command: SandboxedCommand, sandbox: Sandbox, run: Bou
     cwd: run.cwd,
     timeoutMs: run.timeoutMs,
     outputLimitBytes: run.outputLimitBytes,
-    ...(sandbox.cgroups ? { cgroup: { host: sandbox.cgroups, limits: { maxProcesses, memoryLimitMb, cpuCores }, cpuTimeLimitMs: run.cpuTimeLimitMs } } : {}),
+    ...(sandbox.cgroups
+      ? { cgroup: { host: sandbox.cgroups, limits: { maxProcesses, memoryLimitMb, cpuCores }, cpuTimeLimitMs: run.cpuTimeLimitMs } }
+      : {}),
   });
 }

@@ -20,7 +20,8 @@ export function checkNpmDependencies(dependencies: Record<string, string>, nodeM
   const missing: string[] = [];
   for (const [name, range] of Object.entries(dependencies)) {
     if (!NPM_NAME.test(name)) throw new InvalidInputError(`dependency "${name}" is not an npm package name`, 'dependencies');
-    if (semver.validRange(range || '*') === null) throw new InvalidInputError(`dependency ${name}: "${range}" is not a semver range`, 'dependencies');
+    if (semver.validRange(range || '*') === null)
+      throw new InvalidInputError(`dependency ${name}: "${range}" is not a semver range`, 'dependencies');
     let version: string | undefined;
     try {
       version = (JSON.parse(readFileSync(join(nodeModules, name, 'package.json'), 'utf8')) as { version?: string }).version;
@@ -63,7 +64,8 @@ export async function checkPythonRequirements(dependencies: Record<string, strin
   const lines: string[] = [];
   for (const [name, specifier] of Object.entries(dependencies)) {
     if (!PYTHON_NAME.test(name)) throw new InvalidInputError(`requirement "${name}" is not a Python distribution name`, 'dependencies');
-    if (!PYTHON_SPECIFIER.test(specifier)) throw new InvalidInputError(`requirement ${name}: "${specifier}" is not a version specifier`, 'dependencies');
+    if (!PYTHON_SPECIFIER.test(specifier))
+      throw new InvalidInputError(`requirement ${name}: "${specifier}" is not a version specifier`, 'dependencies');
     lines.push(`${name}${specifier}`);
   }
   if (lines.length === 0) return null;

@@ -18,7 +18,13 @@ import { uniqueId } from './ids.js';
 // A report larger than this is not read: it would only be a flood of failure text.
 const MAX_REPORT_BYTES = 16 * 1024 * 1024;
 
-export async function runJest(input: RunSuiteInput, runDir: string, sandbox: Sandbox, options: EngineOptions, timeoutMs: number): Promise<SuiteResult> {
+export async function runJest(
+  input: RunSuiteInput,
+  runDir: string,
+  sandbox: Sandbox,
+  options: EngineOptions,
+  timeoutMs: number,
+): Promise<SuiteResult> {
   const toolchain = await sandbox.jestToolchain();
   const only = input.only === undefined ? null : splitTestId(input.only);
   const base = emptyResult(input.language, sandbox.isolated);
@@ -58,7 +64,12 @@ export async function runJest(input: RunSuiteInput, runDir: string, sandbox: San
     readOnlyPaths: [toolchain.nodeModules, ...(toolchain.node === process.execPath ? [] : [toolchain.node])],
     cpuTimeLimitMs: cpuTimeLimitMs(timeoutMs, options),
   });
-  const outcome = await runBounded(command, sandbox, { cwd: workspace, timeoutMs, cpuTimeLimitMs: cpuTimeLimitMs(timeoutMs, options), outputLimitBytes: options.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES });
+  const outcome = await runBounded(command, sandbox, {
+    cwd: workspace,
+    timeoutMs,
+    cpuTimeLimitMs: cpuTimeLimitMs(timeoutMs, options),
+    outputLimitBytes: options.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES,
+  });
   const result = withOutcome(base, outcome);
   if (outcome.timedOut || outcome.cpuTimeExceeded) return { ...result, problems: exitProblems(outcome, sandbox) };
   const report = await readReport(layout.hostReport);
@@ -69,7 +80,14 @@ export async function runJest(input: RunSuiteInput, runDir: string, sandbox: San
 /** A test id (`<file>::<a > b>`) as Jest's file and full name (titles joined by spaces). */
 function splitTestId(id: string): { file: string; name: string } {
   const at = id.indexOf('::');
-  return { file: id.slice(0, at), name: id.slice(at + 2).replace(/ #\d+$/, '').split(' > ').join(' ') };
+  return {
+    file: id.slice(0, at),
+    name: id
+      .slice(at + 2)
+      .replace(/ #\d+$/, '')
+      .split(' > ')
+      .join(' '),
+  };
 }
 
 function escapeRegExp(text: string): string {
@@ -100,7 +118,15 @@ function packageJson(input: RunSuiteInput): object {
     'ts-jest',
     {
       // Transpile only (fast, no type check); syntax errors still fail the suite.
-      tsconfig: { isolatedModules: true, allowJs: true, module: 'commonjs', target: 'es2022', esModuleInterop: true, sourceMap: true, strict: false },
+      tsconfig: {
+        isolatedModules: true,
+        allowJs: true,
+        module: 'commonjs',
+        target: 'es2022',
+        esModuleInterop: true,
+        sourceMap: true,
+        strict: false,
+      },
     },
   ];
   return {
@@ -129,9 +155,7 @@ async function readReport(path: string): Promise<unknown> {
     return JSON.parse(await readFile(path, 'utf8')) as unknown;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    return code === 'ENOENT'
-      ? NO_REPORT
-      : `the Jest report could not be read: ${(error as Error).message}`;
+    return code === 'ENOENT' ? NO_REPORT : `the Jest report could not be read: ${(error as Error).message}`;
   }
 }
 
@@ -171,7 +195,10 @@ export function readJestReport(report: unknown, workspace: string): Parsed {
       continue;
     }
     for (const assertion of assertions) {
-      const path = [...(Array.isArray(assertion.ancestorTitles) ? assertion.ancestorTitles.map(String) : []), String(assertion.title ?? '')];
+      const path = [
+        ...(Array.isArray(assertion.ancestorTitles) ? assertion.ancestorTitles.map(String) : []),
+        typeof assertion.title === 'string' ? assertion.title : '',
+      ];
       const id = uniqueId(tests, `${name}::${path.join(' > ')}`);
       const failure = Array.isArray(assertion.failureMessages) ? stripAnsi(assertion.failureMessages.map(String).join('\n')) : '';
       const test: TestResult = { id, status: statusOf(assertion.status) };
@@ -205,6 +232,6 @@ function relativeTo(workspace: string, path: string): string {
 }
 
 function stripAnsi(text: string): string {
-  // eslint-disable-next-line no-control-regex
+  // eslint-disable-next-line no-control-regex -- ANSI escapes start with ESC (\u001b)
   return text.replace(/\u001b\[[0-9;]*m/g, '');
 }

@@ -48,11 +48,15 @@ export async function runPgtap(input: RunSuiteInput, options: EngineOptions, tim
     if (adminUrl) {
       // A little past the run's own deadline: a role a crashed engine leaves cannot log in for long.
       const runner = decodeURIComponent(new URL(maintenanceUrl).username);
-      const password = await withAdmin(adminUrl, (client) => createRunRole(client, role, runner, timeoutMs + 60_000)).catch((error: Error) => {
-        throw error instanceof DatabaseUnavailableError
-          ? error
-          : new DatabaseUnavailableError(`cannot create the run's role (the admin URL needs CREATEROLE): ${error.message}`, { cause: error });
-      });
+      const password = await withAdmin(adminUrl, (client) => createRunRole(client, role, runner, timeoutMs + 60_000)).catch(
+        (error: Error) => {
+          throw error instanceof DatabaseUnavailableError
+            ? error
+            : new DatabaseUnavailableError(`cannot create the run's role (the admin URL needs CREATEROLE): ${error.message}`, {
+                cause: error,
+              });
+        },
+      );
       roleCreated = true;
       const url = new URL(candidateUrl);
       url.username = role;
@@ -210,7 +214,10 @@ let warnedShared = false;
 function warnSharedRole(options: EngineOptions): void {
   if (warnedShared) return;
   warnedShared = true;
-  options.logger?.warn({}, 'no admin URL (only database.runnerUrl): SQL runs as the runner role itself, which can create databases; give an adminUrl for a role per run');
+  options.logger?.warn(
+    {},
+    'no admin URL (only database.runnerUrl): SQL runs as the runner role itself, which can create databases; give an adminUrl for a role per run',
+  );
 }
 
 /** Loads one solution file in a transaction; returns why it failed, or null. */
@@ -242,7 +249,9 @@ function collectAssertions(path: string, lines: string[], result: SuiteResult, f
   }
   if (tap.bailOut) result.problems.push(`${path}: Bail out! ${tap.bailOut}`);
   if (failure) {
-    result.problems.push(`${failure} (the file stopped here: ${tap.assertions.length} assertion(s) reported${tap.plan !== null ? ` of ${tap.plan} planned` : ''})`);
+    result.problems.push(
+      `${failure} (the file stopped here: ${tap.assertions.length} assertion(s) reported${tap.plan !== null ? ` of ${tap.plan} planned` : ''})`,
+    );
   } else if (tap.plan !== null && tap.plan !== tap.assertions.length) {
     result.problems.push(`${path}: planned ${tap.plan} assertion(s) but ran ${tap.assertions.length}`);
   }

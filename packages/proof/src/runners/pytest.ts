@@ -20,7 +20,13 @@ const SUPPORT_DIR = '.sluice';
 const MAX_REPORT_BYTES = 16 * 1024 * 1024;
 const EXIT_NO_TESTS = 5;
 
-export async function runPytest(input: RunSuiteInput, runDir: string, sandbox: Sandbox, options: EngineOptions, timeoutMs: number): Promise<SuiteResult> {
+export async function runPytest(
+  input: RunSuiteInput,
+  runDir: string,
+  sandbox: Sandbox,
+  options: EngineOptions,
+  timeoutMs: number,
+): Promise<SuiteResult> {
   checkPython();
   const base = emptyResult(input.language, sandbox.isolated);
   const layout = await prepareRun(runDir, sandbox);
@@ -40,11 +46,15 @@ export async function runPytest(input: RunSuiteInput, runDir: string, sandbox: S
     layout,
     command: SYSTEM_PYTHON,
     args: [
-      '-m', 'pytest',
+      '-m',
+      'pytest',
       '-q',
-      '-p', 'no:cacheprovider',
-      '-p', PYTEST_PLUGIN_MODULE,
-      '-o', 'addopts=',
+      '-p',
+      'no:cacheprovider',
+      '-p',
+      PYTEST_PLUGIN_MODULE,
+      '-o',
+      'addopts=',
       `--rootdir=${workspace}`,
       `--timeout=${testSeconds}`,
       // A node id runs that test alone (conftests still load: they are not tests).
@@ -63,7 +73,12 @@ export async function runPytest(input: RunSuiteInput, runDir: string, sandbox: S
     readOnlyPaths: [],
     cpuTimeLimitMs: cpuTimeLimitMs(timeoutMs, options),
   });
-  const outcome = await runBounded(command, sandbox, { cwd: workspace, timeoutMs, cpuTimeLimitMs: cpuTimeLimitMs(timeoutMs, options), outputLimitBytes: options.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES });
+  const outcome = await runBounded(command, sandbox, {
+    cwd: workspace,
+    timeoutMs,
+    cpuTimeLimitMs: cpuTimeLimitMs(timeoutMs, options),
+    outputLimitBytes: options.outputLimitBytes ?? DEFAULT_OUTPUT_LIMIT_BYTES,
+  });
   const result = withOutcome(base, outcome);
   let lines: string;
   try {
@@ -100,12 +115,18 @@ export function readPytestReport(lines: string): Parsed {
     } catch {
       return { ran: false, tests: {}, setupError: null, problems: ['the pytest report has a line that is not JSON'], timedOut: false };
     }
-    if (entry.event === 'collect_error') collectErrors.push(`${String(entry.nodeid) || 'collection'}: ${clip(String(entry.message ?? ''), 1_500)}`);
+    if (entry.event === 'collect_error')
+      collectErrors.push(`${String(entry.nodeid) || 'collection'}: ${clip(typeof entry.message === 'string' ? entry.message : '', 1_500)}`);
     else if (entry.event === 'finish') finish = { exitstatus: Number(entry.exitstatus), collected: Number(entry.collected) };
     else if (entry.event === 'test' && typeof entry.nodeid === 'string') {
       const when = entry.when as 'setup' | 'call' | 'teardown';
       const forTest = phases.get(entry.nodeid) ?? {};
-      forTest[when] = { outcome: String(entry.outcome), message: String(entry.message ?? ''), xfail: entry.xfail === true, duration: Number(entry.duration) || 0 };
+      forTest[when] = {
+        outcome: String(entry.outcome),
+        message: typeof entry.message === 'string' ? entry.message : '',
+        xfail: entry.xfail === true,
+        duration: Number(entry.duration) || 0,
+      };
       phases.set(entry.nodeid, forTest);
     }
   }

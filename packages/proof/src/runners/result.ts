@@ -41,7 +41,8 @@ export function withOutcome(base: SuiteResult, outcome: ProcessOutcome): SuiteRe
 export function exitProblems(outcome: ProcessOutcome, sandbox: Pick<Sandbox, 'limits' | 'bounds'>): string[] {
   const { limits, bounds } = sandbox;
   const problems: string[] = [];
-  if (outcome.cpuTimeExceeded) problems.push(`the run used more CPU time than its limit and was killed (${bounds.cpu.enforcedBy.split(',')[0]})`);
+  if (outcome.cpuTimeExceeded)
+    problems.push(`the run used more CPU time than its limit and was killed (${bounds.cpu.enforcedBy.split(',')[0]})`);
   if (outcome.timedOut) return problems;
   if (outcome.signal && !outcome.cpuTimeExceeded) problems.push(`the runner process was killed by ${outcome.signal}`);
   const usage = outcome.usage;

@@ -60,8 +60,16 @@ export class ChatClient {
   }
 
   /** The reply text and the tokens the call used (the response's `usage.total_tokens`, when it says). */
-  async completion(messages: ChatMessage[], { json = false, signal }: { json?: boolean; signal?: AbortSignal } = {}): Promise<ChatCompletion> {
-    const body = JSON.stringify({ model: this.model, messages, temperature: 0.7, ...(json ? { response_format: { type: 'json_object' } } : {}) });
+  async completion(
+    messages: ChatMessage[],
+    { json = false, signal }: { json?: boolean; signal?: AbortSignal } = {},
+  ): Promise<ChatCompletion> {
+    const body = JSON.stringify({
+      model: this.model,
+      messages,
+      temperature: 0.7,
+      ...(json ? { response_format: { type: 'json_object' } } : {}),
+    });
     let lastError: RetriableError | undefined;
     for (let attempt = 0; attempt <= this.maxRetries; attempt++) {
       if (attempt > 0) await delay(lastError?.retryAfterMs ?? this.retryDelayMs * 2 ** (attempt - 1), signal);
@@ -74,9 +82,15 @@ export class ChatClient {
           signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]) : AbortSignal.timeout(this.timeoutMs),
         });
         const text = await response.text();
-        this.logger.debug({ url: this.url, model: this.model, status: response.status, attempt, ms: Math.round(performance.now() - started) }, 'chat completion');
+        this.logger.debug(
+          { url: this.url, model: this.model, status: response.status, attempt, ms: Math.round(performance.now() - started) },
+          'chat completion',
+        );
         if (!response.ok) {
-          const error = new LlmRequestError(`chat completion failed with HTTP ${response.status}: ${this.scrub(text).slice(0, 300)}`, response.status) as RetriableError;
+          const error = new LlmRequestError(
+            `chat completion failed with HTTP ${response.status}: ${this.scrub(text).slice(0, 300)}`,
+            response.status,
+          ) as RetriableError;
           if (response.status !== 408 && response.status !== 429 && response.status < 500) throw error;
           error.retryAfterMs = retryAfterMs(response.headers.get('retry-after'));
           lastError = error;
@@ -90,7 +104,9 @@ export class ChatClient {
         else {
           const timedOut = (error as Error).name === 'TimeoutError';
           lastError = new LlmRequestError(
-            timedOut ? `chat completion timed out after ${this.timeoutMs} ms` : `chat completion request failed: ${this.scrub((error as Error).message)}`,
+            timedOut
+              ? `chat completion timed out after ${this.timeoutMs} ms`
+              : `chat completion request failed: ${this.scrub((error as Error).message)}`,
           );
         }
         this.logger.warn({ url: this.url, model: this.model, attempt, error: lastError.message }, 'chat completion attempt failed');
@@ -108,7 +124,8 @@ export class ChatClient {
     }
     const reply = parsed as { choices?: { message?: { content?: unknown } }[]; usage?: { total_tokens?: unknown } };
     const content = reply.choices?.[0]?.message?.content;
-    if (typeof content !== 'string' || !content.trim()) throw new LlmReplyInvalidError('the chat completion response has no message content');
+    if (typeof content !== 'string' || !content.trim())
+      throw new LlmReplyInvalidError('the chat completion response has no message content');
     const tokens = reply.usage?.total_tokens;
     return { content, totalTokens: typeof tokens === 'number' && Number.isInteger(tokens) && tokens > 0 ? tokens : null };
   }
@@ -135,9 +152,13 @@ function retryAfterMs(header: string | null): number | undefined {
 function delay(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      reject(new LlmRequestError('chat completion aborted', undefined, { cause: signal.reason }));
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(new LlmRequestError('chat completion aborted', undefined, { cause: signal.reason }));
+      },
+      { once: true },
+    );
   });
 }

@@ -1,6 +1,7 @@
 /**
  * The LLM saboteur: asks an OpenAI-compatible chat model for one specific, teachable bug
- * and a hint, as JSON, and validates the reply. Each rejected attempt goes back into the
+ * of a named family (families.ts) and a hint, as JSON, and validates the reply; the reply
+ * says which family it planted. Each rejected attempt goes back into the
  * next prompt with the proof's reasons, so a retry can correct course.
  */
 import { LlmNotConfiguredError, LlmReplyInvalidError } from '../errors.js';
@@ -8,7 +9,8 @@ import { checkRelativePath } from '../files.js';
 import type { Logger } from '../options.js';
 import type { Challenge, SourceFiles } from '../types.js';
 import { ChatClient, type ChatClientOptions, type ChatMessage } from './chat-client.js';
-import type { RejectedAttempt, SabotageCandidate, Saboteur } from './saboteur.js';
+import { FAMILIES, isBugFamily, realisticFamilies, type BugFamily } from './families.js';
+import type { ProposeRequest, RejectedAttempt, SabotageCandidate, Saboteur } from './saboteur.js';
 
 const RUNNER: Record<Challenge['language'], string> = {
   javascript: 'Jest',
@@ -40,21 +42,33 @@ export class LlmSaboteur implements Saboteur {
 
   static requireFromEnvironment(env: NodeJS.ProcessEnv = process.env, logger?: Logger): LlmSaboteur {
     const saboteur = LlmSaboteur.fromEnvironment(env, logger);
-    if (!saboteur) throw new LlmNotConfiguredError('no LLM is configured: set SLUICE_LLM_API_KEY (and SLUICE_LLM_BASE_URL, SLUICE_LLM_MODEL as needed)');
+    if (!saboteur)
+      throw new LlmNotConfiguredError('no LLM is configured: set SLUICE_LLM_API_KEY (and SLUICE_LLM_BASE_URL, SLUICE_LLM_MODEL as needed)');
     return saboteur;
   }
 
-  async propose(challenge: Challenge, rejected: readonly RejectedAttempt[], signal?: AbortSignal): Promise<SabotageCandidate[]> {
-    const reply = await this.client.complete(buildPrompt(challenge, rejected), { json: true, signal });
-    return [parseReply(reply, challenge.gold)];
+  async propose(
+    challenge: Challenge,
+    rejected: readonly RejectedAttempt[],
+    signal?: AbortSignal,
+    request: ProposeRequest = {},
+  ): Promise<SabotageCandidate[]> {
+    const reply = await this.client.complete(buildPrompt(challenge, rejected, request.family), { json: true, signal });
+    const candidate = parseReply(reply, challenge.gold);
+    return [{ ...candidate, family: candidate.family ?? request.family }];
   }
 }
 
-export function buildPrompt(challenge: Challenge, rejected: readonly RejectedAttempt[]): ChatMessage[] {
+export function buildPrompt(challenge: Challenge, rejected: readonly RejectedAttempt[], family?: BugFamily): ChatMessage[] {
+  const families = realisticFamilies(challenge.language);
   const system = [
     'You help build programming assessments. You are given working code (the gold solution) and its test suite.',
-    'Plant exactly ONE specific, realistic bug of the kind a developer really makes and a candidate can learn from:',
-    'an off-by-one, a wrong boundary, a wrong operator, a mishandled edge case, a wrong default, a swapped argument.',
+    'Plant exactly ONE specific, realistic bug of the kind a developer really makes and a candidate can learn from.',
+    family && family !== 'return_value'
+      ? `The bug must be of this family: "${family}" (${FAMILIES[family].label}). Only when the code has no such place, choose another family from the list below.`
+      : 'Choose its family from the list below.',
+    `Families: ${families.map((f) => `"${f}" (${FAMILIES[f].label})`).join('; ')}.`,
+    'Never merely add a constant to a returned value or negate it: that is not a realistic bug and is refused.',
     'Hard rules:',
     `- EVERY test in the suite must fail when run with ${RUNNER[challenge.language]}, by an assertion failure or an exception raised inside the test;`,
     '- the code must still load: no syntax errors, no import errors, no compile errors, nothing that breaks before the tests run;',
@@ -64,7 +78,7 @@ export function buildPrompt(challenge: Challenge, rejected: readonly RejectedAtt
       : '- do not exit the process and do not touch the tests;',
     '- change only the solution files, keep their names, keep everything else identical, and add no comment that reveals the bug.',
     'Reply with one JSON object and nothing else:',
-    '{"files": {"<path>": "<the complete sabotaged file>"}, "bug": "<what you changed and why every test fails>", "hint": "<one sentence for the candidate that points at the area without giving the bug away>"}',
+    '{"files": {"<path>": "<the complete sabotaged file>"}, "family": "<the family of the bug, from the list>", "bug": "<what you changed and why every test fails>", "hint": "<one sentence for the candidate that points at the area without giving the bug away>"}',
   ].join('\n');
   const parts = [`Language: ${challenge.language}`];
   if (challenge.description) parts.push(`What the code should do:\n${challenge.description}`);
@@ -72,7 +86,9 @@ export function buildPrompt(challenge: Challenge, rejected: readonly RejectedAtt
   if (rejected.length > 0) {
     parts.push('Earlier attempts that were NOT accepted (do something different):');
     for (const [i, attempt] of rejected.entries()) {
-      parts.push(`${i + 1}. ${attempt.candidate.description.slice(0, 300)}\n   rejected because: ${attempt.reasons.slice(0, 5).join('; ').slice(0, 600)}`);
+      parts.push(
+        `${i + 1}. ${attempt.candidate.description.slice(0, 300)}\n   rejected because: ${attempt.reasons.slice(0, 5).join('; ').slice(0, 600)}`,
+      );
     }
   }
   return [
@@ -87,18 +103,25 @@ function fenced(files: SourceFiles): string[] {
 
 /** Validates the model's reply against the gold files. */
 export function parseReply(reply: string, gold: SourceFiles): SabotageCandidate {
-  const text = reply.trim().replace(/^```(?:json)?\s*/i, '').replace(/\s*```$/, '');
+  const text = reply
+    .trim()
+    .replace(/^```(?:json)?\s*/i, '')
+    .replace(/\s*```$/, '');
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
     throw new LlmReplyInvalidError('the reply is not a JSON object');
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new LlmReplyInvalidError('the reply is not a JSON object');
-  const { files, bug, hint } = parsed as { files?: unknown; bug?: unknown; hint?: unknown };
-  if (files === null || typeof files !== 'object' || Array.isArray(files)) throw new LlmReplyInvalidError('"files" must be an object of path → contents');
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new LlmReplyInvalidError('the reply is not a JSON object');
+  const { files, bug, hint, family } = parsed as { files?: unknown; bug?: unknown; hint?: unknown; family?: unknown };
+  if (files === null || typeof files !== 'object' || Array.isArray(files))
+    throw new LlmReplyInvalidError('"files" must be an object of path → contents');
   if (typeof bug !== 'string' || !bug.trim()) throw new LlmReplyInvalidError('"bug" must be a non-empty string');
   if (typeof hint !== 'string' || !hint.trim()) throw new LlmReplyInvalidError('"hint" must be a non-empty string');
+  if (family !== undefined && !isBugFamily(family))
+    throw new LlmReplyInvalidError(`"family" must be one of the named families, not ${JSON.stringify(family).slice(0, 60)}`);
   const changed = Object.entries(files as Record<string, unknown>);
   if (changed.length === 0) throw new LlmReplyInvalidError('"files" is empty');
   const sabotaged: SourceFiles = { ...gold };
@@ -112,5 +135,11 @@ export function parseReply(reply: string, gold: SourceFiles): SabotageCandidate 
     if (typeof contents !== 'string') throw new LlmReplyInvalidError(`"files"."${path}" must be a string`);
     sabotaged[path] = contents;
   }
-  return { files: sabotaged, description: bug.trim().slice(0, MAX_TEXT), hint: hint.trim().slice(0, MAX_TEXT) };
+  const named = family as BugFamily | undefined;
+  return {
+    files: sabotaged,
+    description: bug.trim().slice(0, MAX_TEXT),
+    hint: hint.trim().slice(0, MAX_TEXT),
+    ...(named ? { family: named } : {}),
+  };
 }

@@ -1,5 +1,6 @@
 /** What every saboteur does: propose sabotaged versions of a challenge's gold files. */
 import type { Challenge, SourceFiles } from '../types.js';
+import type { BugFamily } from './families.js';
 
 export interface SabotageCandidate {
   /** The complete sabotaged solution (the same paths as gold). */
@@ -10,6 +11,13 @@ export interface SabotageCandidate {
   hint: string;
   /** The mutation operator(s), for mutation candidates. */
   operator?: string;
+  /** The kind of bug (families.ts); `return_value` is the last resort. */
+  family?: BugFamily;
+}
+
+export interface ProposeRequest {
+  /** The family of bug wanted. */
+  family?: BugFamily;
 }
 
 export interface RejectedAttempt {
@@ -24,5 +32,10 @@ export interface Saboteur {
    * Candidates to try next, best first; an empty list when it has no more. `rejected`
    * lists what was already tried and why it was not accepted.
    */
-  propose(challenge: Challenge, rejected: readonly RejectedAttempt[], signal?: AbortSignal): Promise<SabotageCandidate[]>;
+  propose(
+    challenge: Challenge,
+    rejected: readonly RejectedAttempt[],
+    signal?: AbortSignal,
+    request?: ProposeRequest,
+  ): Promise<SabotageCandidate[]>;
 }

@@ -110,7 +110,8 @@ function cgroupMounts(): Mounts {
     const [, path, type, options] = line.split(' ');
     if (!path) continue;
     if (type === 'cgroup2') mounts.v2.push(path);
-    else if (type === 'cgroup') for (const option of options!.split(',')) if (['pids', 'memory', 'cpu', 'cpuacct'].includes(option)) mounts.v1.set(option, path);
+    else if (type === 'cgroup')
+      for (const option of options!.split(',')) if (['pids', 'memory', 'cpu', 'cpuacct'].includes(option)) mounts.v1.set(option, path);
   }
   return mounts;
 }
@@ -127,7 +128,9 @@ function hasControllers(dir: string, wanted: string[]): boolean {
 /** The engine's own v2 group when it was delegated to this user (it can write there), else null. */
 function ownV2Group(mount: string): string | null {
   try {
-    const line = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => l.startsWith('0::'));
+    const line = readFileSync('/proc/self/cgroup', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('0::'));
     if (!line) return null;
     const dir = join(mount, line.slice(3).trim());
     return writable(join(dir, 'cgroup.subtree_control')) && writable(join(dir, 'cgroup.procs')) ? dir : null;
@@ -348,7 +351,12 @@ function v2Run(name: string, dir: string): RunCgroup {
 
 // ---------------------------------------------------------------------------- v1
 
-async function v1Host(pids: string, memory: string, cpu: string | undefined, cpuacct: string | undefined): Promise<{ host: CgroupHost } | { why: string }> {
+async function v1Host(
+  pids: string,
+  memory: string,
+  cpu: string | undefined,
+  cpuacct: string | undefined,
+): Promise<{ host: CgroupHost } | { why: string }> {
   // cpu and cpuacct may be one co-mounted hierarchy; each hierarchy gets one directory.
   const hierarchies = [...new Set([pids, memory, cpu, cpuacct].filter((p): p is string => p !== undefined))];
   try {

@@ -15,8 +15,11 @@
  *    on the host is not root, so bubblewrap always runs as the unprivileged uid (the
  *    toolchain is made reachable for it, see toolchain-cache.ts), and RLIMIT_NPROC counts
  *    per run because each run has its own user namespace.
+ *    Memory is then bounded per process only (up to `maxProcesses` × `memoryLimitMb`):
+ *    refused with `sandbox_unavailable` unless `allowPerProcessMemory` accepts it by name.
  * 3. Neither (bubblewrap as root, or no bubblewrap, without a control group): refused with
- *    `sandbox_unavailable`, unless `allowUnboundedProcesses` says otherwise by name.
+ *    `sandbox_unavailable`, unless `allowUnboundedProcesses` says otherwise by name (which
+ *    accepts per-process memory too).
  * Every mode also sets RLIMIT_DATA (each process), RLIMIT_CPU, RLIMIT_FSIZE and RLIMIT_CORE 0
  * with util-linux `prlimit`, soft and hard alike, so the code cannot raise them. Not
  * RLIMIT_AS: V8 and wasm reserve large virtual ranges, and Node aborts under 1 GiB of it.
@@ -132,11 +135,13 @@ export async function resolveSandbox(options: EngineOptions): Promise<Sandbox> {
   const mode = options.sandbox ?? 'auto';
   const allowUnsandboxed = options.allowUnsandboxed ?? env.SLUICE_PROOF_ALLOW_UNSANDBOXED === '1';
   const allowUnbounded = options.allowUnboundedProcesses ?? env.SLUICE_PROOF_ALLOW_UNBOUNDED_PROCESSES === '1';
+  const allowPerProcessMemory = allowUnbounded || (options.allowPerProcessMemory ?? env.SLUICE_PROOF_ALLOW_PER_PROCESS_MEMORY === '1');
   const uid = options.sandboxUid ?? NOBODY;
   const gid = options.sandboxGid ?? NOBODY;
   const logger = options.logger;
   const limits = resourceLimits(options);
-  if (!existsSync(PRLIMIT)) throw new SandboxUnavailableError(`${PRLIMIT} is missing (util-linux): the engine cannot limit memory and processes`);
+  if (!existsSync(PRLIMIT))
+    throw new SandboxUnavailableError(`${PRLIMIT} is missing (util-linux): the engine cannot limit memory and processes`);
   const cgroupHost = await cgroupsFor(options);
   const cgroups = 'host' in cgroupHost ? cgroupHost.host : null;
   const noGroup = 'why' in cgroupHost ? cgroupHost.why : '';
@@ -148,7 +153,9 @@ export async function resolveSandbox(options: EngineOptions): Promise<Sandbox> {
     if (failure === null) {
       // As root, bubblewrap runs as the sandbox uid unless asked otherwise: RLIMIT_NPROC then applies to it.
       const hostUser = !isRoot() ? 'engine' : (options.sandboxHostUser ?? 'unprivileged') === 'unprivileged' ? 'unprivileged' : 'self';
-      if (!cgroups && hostUser === 'self' && !allowUnbounded) throw unbounded(`bubblewrap runs as root on the host (sandboxHostUser 'self') and ${noGroup}`);
+      if (!cgroups && hostUser === 'self' && !allowUnbounded)
+        throw unbounded(`bubblewrap runs as root on the host (sandboxHostUser 'self') and ${noGroup}`);
+      if (!cgroups && !allowPerProcessMemory) throw memoryPerProcess(limits, noGroup);
       const bounds = describe('bubblewrap', hostUser, limits, cgroups, allowUnbounded);
       warnIfUnbounded(logger, bounds);
       const toolchain = toolchainFor(hostUser, cacheDir);
@@ -162,9 +169,12 @@ export async function resolveSandbox(options: EngineOptions): Promise<Sandbox> {
     }
     warnUnsandboxed(logger, failure);
   } else if (!allowUnsandboxed) {
-    throw new SandboxUnavailableError('sandbox "none" was asked for but allowUnsandboxed is not set; refusing to run untrusted code without isolation');
+    throw new SandboxUnavailableError(
+      'sandbox "none" was asked for but allowUnsandboxed is not set; refusing to run untrusted code without isolation',
+    );
   } else warnUnsandboxed(logger, 'sandbox "none" was asked for');
-  if (!cgroups && !allowUnbounded) throw unbounded(`the code runs without bubblewrap (no user namespace of its own for RLIMIT_NPROC) and ${noGroup}`);
+  if (!cgroups && !allowUnbounded)
+    throw unbounded(`the code runs without bubblewrap (no user namespace of its own for RLIMIT_NPROC) and ${noGroup}`);
   const hostUser = isRoot() ? 'unprivileged' : 'engine';
   const bounds = describe('none', hostUser, limits, cgroups, allowUnbounded);
   warnIfUnbounded(logger, bounds);
@@ -189,6 +199,15 @@ function toolchainFor(hostUser: RunBounds['hostUser'], cacheDir: string): () => 
 /** The bounds a run would get with these options, or the `sandbox_unavailable` error it would get. */
 export async function describeBounds(options: EngineOptions = {}): Promise<RunBounds> {
   return (await resolveSandbox(options)).bounds;
+}
+
+function memoryPerProcess(limits: ResourceLimits, why: string): SandboxUnavailableError {
+  return new SandboxUnavailableError(
+    `no kernel-enforced bound on the run's memory as a whole: ${why}, so rlimits would bound each process only ` +
+      `(${limits.maxProcesses} × ${limits.memoryLimitMb} MiB, plus the workspace). ` +
+      'Run the engine as root where cgroup v1 or v2 has the pids and memory controllers, or give it a delegated cgroup v2 subtree (cgroupRoot, SLUICE_PROOF_CGROUP_ROOT); ' +
+      'or set allowPerProcessMemory (SLUICE_PROOF_ALLOW_PER_PROCESS_MEMORY=1) to accept it by name',
+  );
 }
 
 function unbounded(why: string): SandboxUnavailableError {
@@ -223,19 +242,34 @@ function resourceLimits(options: EngineOptions): ResourceLimits {
   const cpuCores = options.cpuCores ?? DEFAULT_CPU_CORES;
   const diskLimitMb = options.diskLimitMb ?? DEFAULT_DISK_LIMIT_MB;
   // Below these a runner cannot even start (Node alone has a dozen threads and ~100 MiB).
-  if (!Number.isInteger(memoryLimitMb) || memoryLimitMb < 128) throw new InvalidInputError('memoryLimitMb must be an integer of at least 128', 'memoryLimitMb');
-  if (!Number.isInteger(maxProcesses) || maxProcesses < 16) throw new InvalidInputError('maxProcesses must be an integer of at least 16', 'maxProcesses');
-  if (typeof cpuCores !== 'number' || !(cpuCores >= 0.1 && cpuCores <= 1024)) throw new InvalidInputError('cpuCores must be a number from 0.1 to 1024', 'cpuCores');
-  if (!Number.isInteger(diskLimitMb) || diskLimitMb < 16) throw new InvalidInputError('diskLimitMb must be an integer of at least 16', 'diskLimitMb');
+  if (!Number.isInteger(memoryLimitMb) || memoryLimitMb < 128)
+    throw new InvalidInputError('memoryLimitMb must be an integer of at least 128', 'memoryLimitMb');
+  if (!Number.isInteger(maxProcesses) || maxProcesses < 16)
+    throw new InvalidInputError('maxProcesses must be an integer of at least 16', 'maxProcesses');
+  if (typeof cpuCores !== 'number' || !(cpuCores >= 0.1 && cpuCores <= 1024))
+    throw new InvalidInputError('cpuCores must be a number from 0.1 to 1024', 'cpuCores');
+  if (!Number.isInteger(diskLimitMb) || diskLimitMb < 16)
+    throw new InvalidInputError('diskLimitMb must be an integer of at least 16', 'diskLimitMb');
   const cpuTime = options.cpuTimeLimitMs;
-  if (cpuTime !== undefined && (!Number.isInteger(cpuTime) || cpuTime < 100)) throw new InvalidInputError('cpuTimeLimitMs must be an integer of at least 100', 'cpuTimeLimitMs');
+  if (cpuTime !== undefined && (!Number.isInteger(cpuTime) || cpuTime < 100))
+    throw new InvalidInputError('cpuTimeLimitMs must be an integer of at least 100', 'cpuTimeLimitMs');
   return { memoryLimitMb, maxProcesses, cpuCores, diskLimitMb };
 }
 
-function describe(isolation: RunBounds['isolation'], hostUser: RunBounds['hostUser'], limits: ResourceLimits, cgroups: CgroupHost | null, allowUnbounded: boolean): RunBounds {
+function describe(
+  isolation: RunBounds['isolation'],
+  hostUser: RunBounds['hostUser'],
+  limits: ResourceLimits,
+  cgroups: CgroupHost | null,
+  allowUnbounded: boolean,
+): RunBounds {
   const group = cgroups ? `cgroup ${cgroups.version}` : null;
   const nprocHolds = isolation === 'bubblewrap' && hostUser !== 'self';
-  const processes = group ? `${group} pids` : nprocHolds ? 'RLIMIT_NPROC (the run\'s own user namespace)' : `nothing${allowUnbounded ? ' (allowUnboundedProcesses)' : ''}`;
+  const processes = group
+    ? `${group} pids`
+    : nprocHolds
+      ? "RLIMIT_NPROC (the run's own user namespace)"
+      : `nothing${allowUnbounded ? ' (allowUnboundedProcesses)' : ''}`;
   const bounds: RunBounds = {
     isolation,
     hostUser,
@@ -244,14 +278,20 @@ function describe(isolation: RunBounds['isolation'], hostUser: RunBounds['hostUs
       ? { limitMb: limits.memoryLimitMb, scope: 'run', enforcedBy: `${group} memory, and RLIMIT_DATA per process` }
       : { limitMb: limits.memoryLimitMb, scope: 'process', enforcedBy: 'RLIMIT_DATA per process' },
     cpu: group
-      ? { cores: cgroups!.cpu ? limits.cpuCores : null, timeLimit: 'run', enforcedBy: `${cgroups!.cpu ? `${group} cpu quota, ` : ''}${group} CPU time accounting, and RLIMIT_CPU per process` }
+      ? {
+          cores: cgroups!.cpu ? limits.cpuCores : null,
+          timeLimit: 'run',
+          enforcedBy: `${cgroups!.cpu ? `${group} cpu quota, ` : ''}${group} CPU time accounting, and RLIMIT_CPU per process`,
+        }
       : { cores: null, timeLimit: 'process', enforcedBy: 'RLIMIT_CPU per process' },
-    disk: isolation === 'bubblewrap'
-      ? { workspaceMb: limits.diskLimitMb, fileMb: MAX_FILE_MB, enforcedBy: 'a tmpfs workspace inside the sandbox, and RLIMIT_FSIZE' }
-      : { workspaceMb: null, fileMb: MAX_FILE_MB, enforcedBy: 'RLIMIT_FSIZE per file only (the workspace is on the host disk)' },
+    disk:
+      isolation === 'bubblewrap'
+        ? { workspaceMb: limits.diskLimitMb, fileMb: MAX_FILE_MB, enforcedBy: 'a tmpfs workspace inside the sandbox, and RLIMIT_FSIZE' }
+        : { workspaceMb: null, fileMb: MAX_FILE_MB, enforcedBy: 'RLIMIT_FSIZE per file only (the workspace is on the host disk)' },
     summary: '',
   };
-  const memory = bounds.memory.scope === 'run' ? `${limits.memoryLimitMb} MiB for the whole run` : `${limits.memoryLimitMb} MiB per process`;
+  const memory =
+    bounds.memory.scope === 'run' ? `${limits.memoryLimitMb} MiB for the whole run` : `${limits.memoryLimitMb} MiB per process`;
   const cpu = bounds.cpu.cores !== null ? `${bounds.cpu.cores} core(s)` : 'CPU time per process';
   bounds.summary =
     `${isolation === 'bubblewrap' ? 'bubblewrap' : 'NO sandbox'}${hostUser === 'unprivileged' ? ' as an unprivileged uid' : hostUser === 'self' ? ' as root' : ''}; ` +
@@ -301,7 +341,20 @@ function probeBubblewrap(bwrap: string, uid: number, gid: number): Promise<strin
   if (!probe) {
     probe = execFileAsync(
       bwrap,
-      ['--ro-bind', '/', '/', '--unshare-all', '--unshare-user', '--uid', String(uid), '--gid', String(gid), '--die-with-parent', '--', 'true'],
+      [
+        '--ro-bind',
+        '/',
+        '/',
+        '--unshare-all',
+        '--unshare-user',
+        '--uid',
+        String(uid),
+        '--gid',
+        String(gid),
+        '--die-with-parent',
+        '--',
+        'true',
+      ],
       { timeout: 10_000, ...(isRoot() ? { uid, gid } : {}) },
     ).then(
       () => null,
@@ -332,7 +385,14 @@ interface SandboxBase {
 /** The parts of a Sandbox that do not depend on isolation. As root the code is the sandbox uid on the host unless `self`. */
 function common(base: SandboxBase): Omit<Sandbox, 'isolated' | 'layout' | 'wrap'> {
   const drop = base.hostUser === 'unprivileged';
-  return { limits: base.limits, bounds: base.bounds, cgroups: base.cgroups, uid: drop ? base.uid : undefined, gid: drop ? base.gid : undefined, jestToolchain: base.toolchain };
+  return {
+    limits: base.limits,
+    bounds: base.bounds,
+    cgroups: base.cgroups,
+    uid: drop ? base.uid : undefined,
+    gid: drop ? base.gid : undefined,
+    jestToolchain: base.toolchain,
+  };
 }
 
 async function bubblewrapSandbox(bwrap: string, base: SandboxBase, workspaceRoot: string | undefined): Promise<Sandbox> {
@@ -342,7 +402,9 @@ async function bubblewrapSandbox(bwrap: string, base: SandboxBase, workspaceRoot
   const { uid, gid, limits, cgroups } = base;
   const shared = common(base);
   if (shared.uid !== undefined && workspaceRoot && !(await reachableByOthers(workspaceRoot))) {
-    throw new SandboxUnavailableError(`workspaceRoot ${workspaceRoot} is not reachable by the sandbox uid ${uid}; choose a directory others can traverse`);
+    throw new SandboxUnavailableError(
+      `workspaceRoot ${workspaceRoot} is not reachable by the sandbox uid ${uid}; choose a directory others can traverse`,
+    );
   }
   return {
     ...shared,
@@ -353,20 +415,29 @@ async function bubblewrapSandbox(bwrap: string, base: SandboxBase, workspaceRoot
       const args = [
         '--unshare-all',
         '--unshare-user',
-        '--uid', String(uid),
-        '--gid', String(gid),
+        '--uid',
+        String(uid),
+        '--gid',
+        String(gid),
         '--die-with-parent',
         '--new-session',
-        '--cap-drop', 'ALL',
+        '--cap-drop',
+        'ALL',
         '--clearenv',
         ...mounts,
-        '--proc', '/proc',
+        '--proc',
+        '/proc',
         ...procCovers,
-        '--dev', '/dev',
-        '--size', String(SANDBOX_TMP_BYTES),
-        '--tmpfs', '/dev/shm',
-        '--size', String(SANDBOX_TMP_BYTES),
-        '--tmpfs', '/tmp',
+        '--dev',
+        '/dev',
+        '--size',
+        String(SANDBOX_TMP_BYTES),
+        '--tmpfs',
+        '/dev/shm',
+        '--size',
+        String(SANDBOX_TMP_BYTES),
+        '--tmpfs',
+        '/tmp',
       ];
       for (const path of request.readOnlyPaths) args.push('--ro-bind', path, path);
       // The workspace is a bounded tmpfs holding a copy of the staged files: writes there
@@ -380,8 +451,13 @@ async function bubblewrapSandbox(bwrap: string, base: SandboxBase, workspaceRoot
       for (const [name, value] of Object.entries(request.env)) args.push('--setenv', name, value);
       const nproc = !cgroups;
       args.push(
-        '--', '/bin/sh', '-c', `cp -R ${INPUT_INSIDE}/. . && exec "$@"`, 'sluice-run',
-        PRLIMIT, ...limited(limits, request.cpuTimeLimitMs, request.command, request.args, nproc),
+        '--',
+        '/bin/sh',
+        '-c',
+        `cp -R ${INPUT_INSIDE}/. . && exec "$@"`,
+        'sluice-run',
+        PRLIMIT,
+        ...limited(limits, request.cpuTimeLimitMs, request.command, request.args, nproc),
       );
       return { command: bwrap, args, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, uid: shared.uid, gid: shared.gid };
     },
@@ -396,7 +472,13 @@ function unsandboxed(base: SandboxBase): Sandbox {
     isolated: false,
     layout: (runDir) => layoutOf(runDir, null),
     wrap(request) {
-      return { command: PRLIMIT, args: limited(base.limits, request.cpuTimeLimitMs, request.command, request.args, false), env: request.env, uid: shared.uid, gid: shared.gid };
+      return {
+        command: PRLIMIT,
+        args: limited(base.limits, request.cpuTimeLimitMs, request.command, request.args, false),
+        env: request.env,
+        uid: shared.uid,
+        gid: shared.gid,
+      };
     },
   };
 }

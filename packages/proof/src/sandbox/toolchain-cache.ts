@@ -52,7 +52,12 @@ async function resolveReachable(cacheDir: string): Promise<JestToolchain> {
   if ((await reachableByOthers(own.nodeModules)) && nodeReachable) return own;
   const packages = packageClosure(own.nodeModules);
   const hash = createHash('sha256')
-    .update([...packages.entries()].map(([dir, version]) => `${relative(own.nodeModules, dir)}@${version}`).sort().join('\n'))
+    .update(
+      [...packages.entries()]
+        .map(([dir, version]) => `${relative(own.nodeModules, dir)}@${version}`)
+        .sort()
+        .join('\n'),
+    )
     .update(nodeReachable ? '' : `node:${process.version}`)
     .digest('hex')
     .slice(0, 16);
@@ -95,7 +100,9 @@ async function prepareCacheDir(cacheDir: string): Promise<void> {
   }
   await chmod(cacheDir, 0o755);
   if (!(await reachableByOthers(cacheDir))) {
-    throw new SandboxUnavailableError(`the toolchain cache ${cacheDir} is not reachable by other users; choose another (toolchainCacheDir, SLUICE_PROOF_CACHE_DIR)`);
+    throw new SandboxUnavailableError(
+      `the toolchain cache ${cacheDir} is not reachable by other users; choose another (toolchainCacheDir, SLUICE_PROOF_CACHE_DIR)`,
+    );
   }
 }
 
@@ -124,7 +131,7 @@ function packageClosure(nodeModules: string): Map<string, string> {
     } catch {
       return;
     }
-    found.set(dir, String(manifest.version ?? ''));
+    found.set(dir, typeof manifest.version === 'string' ? manifest.version : '');
     const names = new Set<string>();
     for (const field of ['dependencies', 'optionalDependencies', 'peerDependencies']) {
       const deps = manifest[field];
@@ -162,4 +169,3 @@ function topLevel(nodeModules: string, packages: Map<string, string>): string[] 
   }
   return [...tops].sort();
 }
-

@@ -3,7 +3,7 @@
 // can be linked and survives a reload.
 import { apiCall, fmtTime, h, table } from '../lib.js';
 
-const STATES = ['waiting', 'pending', 'active', 'completed', 'cancelled', 'dead'];
+const STATES = ['waiting', 'pending', 'active', 'claimed', 'completed', 'cancelled', 'dead'];
 const FILTERS = ['queue', 'state', 'key', 'since', 'until'];
 const PAGE_SIZE = 50;
 
@@ -35,24 +35,52 @@ export function jobsView() {
   for (let c = cursor; c && page !== null; c = before.get(pageKey(c))) page = before.has(pageKey(c)) ? page + 1 : null;
 
   const queueSelect = h('select', { id: 'jobs-queue', name: 'queue' }, h('option', { value: '' }, 'all queues'));
-  const stateSelect = h('select', { id: 'jobs-state', name: 'state' }, h('option', { value: '' }, 'any state'), STATES.map((s) => h('option', { value: s }, s)));
+  const stateSelect = h(
+    'select',
+    { id: 'jobs-state', name: 'state' },
+    h('option', { value: '' }, 'any state'),
+    STATES.map((s) => h('option', { value: s }, s)),
+  );
   stateSelect.value = filters.state;
   const keyInput = h('input', { id: 'jobs-key', name: 'key', type: 'search', value: filters.key, size: 14 });
-  const sinceInput = h('input', { id: 'jobs-since', name: 'since', type: 'datetime-local', step: 1, value: filters.since ? toLocalInput(filters.since) : '' });
-  const untilInput = h('input', { id: 'jobs-until', name: 'until', type: 'datetime-local', step: 1, value: filters.until ? toLocalInput(filters.until) : '' });
-  const form = h('form', { class: 'inline', id: 'jobs-filter' },
-    h('label', { for: 'jobs-queue' }, 'Queue'), queueSelect,
-    h('label', { for: 'jobs-state' }, 'State'), stateSelect,
-    h('label', { for: 'jobs-key' }, 'Key'), keyInput,
-    h('label', { for: 'jobs-since' }, 'Created from'), sinceInput,
-    h('label', { for: 'jobs-until' }, 'until'), untilInput,
+  const sinceInput = h('input', {
+    id: 'jobs-since',
+    name: 'since',
+    type: 'datetime-local',
+    step: 1,
+    value: filters.since ? toLocalInput(filters.since) : '',
+  });
+  const untilInput = h('input', {
+    id: 'jobs-until',
+    name: 'until',
+    type: 'datetime-local',
+    step: 1,
+    value: filters.until ? toLocalInput(filters.until) : '',
+  });
+  const form = h(
+    'form',
+    { class: 'inline', id: 'jobs-filter' },
+    h('label', { for: 'jobs-queue' }, 'Queue'),
+    queueSelect,
+    h('label', { for: 'jobs-state' }, 'State'),
+    stateSelect,
+    h('label', { for: 'jobs-key' }, 'Key'),
+    keyInput,
+    h('label', { for: 'jobs-since' }, 'Created from'),
+    sinceInput,
+    h('label', { for: 'jobs-until' }, 'until'),
+    untilInput,
     h('button', { type: 'submit' }, 'Filter'),
-    h('a', { href: '#/jobs' }, 'Clear'));
+    h('a', { href: '#/jobs' }, 'Clear'),
+  );
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     location.hash = jobsHash({
-      queue: queueSelect.value, state: stateSelect.value, key: keyInput.value.trim(),
-      since: fromLocalInput(sinceInput.value), until: fromLocalInput(untilInput.value),
+      queue: queueSelect.value,
+      state: stateSelect.value,
+      key: keyInput.value.trim(),
+      since: fromLocalInput(sinceInput.value),
+      until: fromLocalInput(untilInput.value),
     });
   });
 
@@ -67,9 +95,20 @@ export function jobsView() {
     before.set(pageKey(nextCursor), cursor);
     location.hash = jobsHash({ ...filters, cursor: nextCursor });
   });
-  const list = table({ 'aria-labelledby': 'jobs-title', id: 'jobs-table' }, ['Job', 'Queue', 'State', 'Key', 'Attempts', 'Created', 'Started', 'Finished'], rows);
-  const root = h('section', { 'aria-labelledby': 'jobs-title' },
-    h('h2', { id: 'jobs-title' }, 'Jobs'), form, summary, list, h('div', { class: 'actions pager' }, prev, next));
+  const list = table(
+    { 'aria-labelledby': 'jobs-title', id: 'jobs-table' },
+    ['Job', 'Queue', 'State', 'Key', 'Attempts', 'Created', 'Started', 'Finished'],
+    rows,
+  );
+  const root = h(
+    'section',
+    { 'aria-labelledby': 'jobs-title' },
+    h('h2', { id: 'jobs-title' }, 'Jobs'),
+    form,
+    summary,
+    list,
+    h('div', { class: 'actions pager' }, prev, next),
+  );
 
   let queuesLoaded = false;
   return {
@@ -93,16 +132,25 @@ export function jobsView() {
       next.hidden = !nextCursor;
       summary.textContent = answer.jobs.length
         ? `${page === null ? 'A later page' : `Page ${page}`}: ${answer.jobs.length} job(s), newest first${nextCursor ? '; more on the next page' : ''}.`
-        : cursor ? 'No more jobs match.' : 'No jobs match.';
-      rows.replaceChildren(...answer.jobs.map((job) => h('tr', { 'data-job': job.id },
-        h('td', {}, h('a', { href: `#/jobs/${job.id}` }, `#${job.id}`)),
-        h('td', {}, h('a', { href: `#/queues/${encodeURIComponent(job.queue)}` }, job.queue)),
-        h('td', { 'data-field': 'state' }, job.state),
-        h('td', {}, job.key ?? '—'),
-        h('td', {}, `${job.attempts}/${job.maxAttempts}`),
-        h('td', {}, fmtTime(job.createdAt)),
-        h('td', {}, fmtTime(job.startedAt)),
-        h('td', {}, fmtTime(job.finishedAt)))));
+        : cursor
+          ? 'No more jobs match.'
+          : 'No jobs match.';
+      rows.replaceChildren(
+        ...answer.jobs.map((job) =>
+          h(
+            'tr',
+            { 'data-job': job.id },
+            h('td', {}, h('a', { href: `#/jobs/${job.id}` }, `#${job.id}`)),
+            h('td', {}, h('a', { href: `#/queues/${encodeURIComponent(job.queue)}` }, job.queue)),
+            h('td', { 'data-field': 'state' }, job.state),
+            h('td', {}, job.key ?? '—'),
+            h('td', {}, `${job.attempts}/${job.maxAttempts}`),
+            h('td', {}, fmtTime(job.createdAt)),
+            h('td', {}, fmtTime(job.startedAt)),
+            h('td', {}, fmtTime(job.finishedAt)),
+          ),
+        ),
+      );
     },
   };
 }

@@ -14,14 +14,22 @@ const POLICY_FIELDS = [
   ['backoff.maxMs', 'Backoff max (ms)', 'longest retry delay'],
   ['backoff.jitter', 'Backoff jitter (0–1)', '0 = exact delays'],
   ['rateLimit.count', 'Rate: starts per window', 'at most this many jobs start in any window; empty = no rate'],
-  ['rateLimit.periodMs', 'Rate window (ms)', 'the rate\'s window, e.g. 1000'],
-  ['budget.units', 'Budget: units per window', 'at most this much of the jobs\' cost starts in any window; empty = no budget'],
-  ['budget.periodMs', 'Budget window (ms)', 'the budget\'s window, e.g. 60000'],
+  ['rateLimit.periodMs', 'Rate window (ms)', "the rate's window, e.g. 1000"],
+  ['budget.units', 'Budget: units per window', "at most this much of the jobs' cost starts in any window; empty = no budget"],
+  ['budget.periodMs', 'Budget window (ms)', "the budget's window, e.g. 60000"],
   ['maxWaitMs', 'Max wait (ms)', 'with a rate or a budget: sends that would wait longer get 503; empty = none'],
-  ['perKeyRateLimit.count', 'Rate per key: starts per window', 'at most this many jobs of each key start in any window; keys take turns; empty = no per-key rate'],
-  ['perKeyRateLimit.periodMs', 'Rate per key window (ms)', 'the per-key rate\'s window, e.g. 1000'],
-  ['perKeyBudget.units', 'Budget per key: units per window', 'at most this much of each key\'s jobs\' cost starts in any window; empty = no per-key budget'],
-  ['perKeyBudget.periodMs', 'Budget per key window (ms)', 'the per-key budget\'s window, e.g. 60000'],
+  [
+    'perKeyRateLimit.count',
+    'Rate per key: starts per window',
+    'at most this many jobs of each key start in any window; keys take turns; empty = no per-key rate',
+  ],
+  ['perKeyRateLimit.periodMs', 'Rate per key window (ms)', "the per-key rate's window, e.g. 1000"],
+  [
+    'perKeyBudget.units',
+    'Budget per key: units per window',
+    "at most this much of each key's jobs' cost starts in any window; empty = no per-key budget",
+  ],
+  ['perKeyBudget.periodMs', 'Budget per key window (ms)', "the per-key budget's window, e.g. 60000"],
 ];
 const NULLABLE = new Set(['concurrency', 'perKeyConcurrency', 'maxPerKey', 'maxPending', 'maxWaitMs']);
 /** Policy fields that are a window, { amount, periodMs } or null: null when every input is empty. */
@@ -46,8 +54,9 @@ export function policyForm(name) {
         if (raw !== '' && !Number.isFinite(value)) throw new Error(`${path} must be a number`);
         const [a, b] = path.split('.');
         if (WINDOW_POLICIES.has(a)) (windows[a] ??= {})[b] = value;
-        else if (b) { if (value !== null) policy[a][b] = value; }
-        else if (value !== null || NULLABLE.has(a)) policy[a] = value;
+        else if (b) {
+          if (value !== null) policy[a][b] = value;
+        } else if (value !== null || NULLABLE.has(a)) policy[a] = value;
       }
       for (const [a, fields] of Object.entries(windows)) {
         policy[a] = Object.values(fields).every((v) => v === null) ? null : fields;
@@ -63,12 +72,16 @@ export function policyForm(name) {
         const [a, b] = path.split('.');
         const value = b ? loaded[a]?.[b] : loaded[a];
         const id = `policy-${path.replace('.', '-')}`;
-        return h('div', {},
+        return h(
+          'div',
+          {},
           h('label', { for: id }, label),
           h('input', { id, name: path, inputmode: 'decimal', value: value ?? '', 'aria-describedby': `${id}-hint` }),
-          h('span', { class: 'hint', id: `${id}-hint` }, hint));
+          h('span', { class: 'hint', id: `${id}-hint` }, hint),
+        );
       }),
-      h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Save policy'), h('a', { href: '#/' }, 'Back to queues')));
+      h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Save policy'), h('a', { href: '#/' }, 'Back to queues')),
+    );
   }
   // Built once, however many refreshes overlap: building it again would drop an edit.
   let loading = null;

@@ -6,7 +6,9 @@
  * 1. the source exists and the signature (HMAC-SHA256 over the raw body, constant time)
  *    matches, else 401 `unauthorized` (an unknown source answers the same, so the
  *    answer does not tell which sources exist);
- * 2. it carries a delivery id, else 400; its body is JSON, else 415 or 400;
+ * 2. it carries a delivery id, else 400; its content type is one the source accepts
+ *    (default JSON, and GitHub's form encoding `payload=<JSON>`), else 415; its body reads
+ *    as that type, else 400 `webhook_body_invalid`;
  * 3. one transaction records the delivery id and enqueues the job (key: the source's
  *    name, so the queue's per-key limits bound each source): 202 `{ id }`. A delivery id
  *    already recorded answers 200 `{ id, duplicate: true }` with the first job's id; a
@@ -46,15 +48,61 @@ function headerText(value: string | string[] | undefined, name: string, required
   return value;
 }
 
-function parsePayload(body: Buffer, contentType: string | undefined): unknown {
-  if (!/^application\/json\s*(;|$)/i.test(contentType ?? '')) {
-    throw new HttpError(415, 'unsupported_media_type', 'a webhook body must be application/json');
+/**
+ * A body that passed its signature but cannot be read as its content type says: JSON that
+ * does not parse, or a form without a JSON `payload` field (GitHub's form encoding).
+ */
+export class WebhookBodyError extends HttpError {
+  constructor(
+    readonly contentType: string,
+    message: string,
+  ) {
+    super(400, 'webhook_body_invalid', message);
   }
+}
+
+const FORM = 'application/x-www-form-urlencoded';
+const isJsonType = (type: string) => type === 'application/json' || /^application\/[a-z0-9.+-]+\+json$/.test(type);
+
+function text(body: Buffer, type: string): string {
   try {
-    return JSON.parse(utf8.decode(body));
+    return utf8.decode(body);
   } catch {
-    throw new HttpError(400, 'validation', 'the webhook body is not UTF-8 JSON');
+    throw new WebhookBodyError(type, `the webhook body (${type}) is not UTF-8 text`);
   }
+}
+
+/**
+ * The delivery's payload, read as its media type says, among those the source accepts:
+ * JSON parsed; a form's `payload` field parsed as JSON (GitHub sends that when a hook's
+ * content type is application/x-www-form-urlencoded); any other declared type as its text.
+ */
+export function parsePayload(body: Buffer, contentType: string | undefined, accepted: readonly string[]): unknown {
+  const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (!accepted.includes(type)) {
+    throw new HttpError(
+      415,
+      'unsupported_media_type',
+      `a webhook body for this source must be ${accepted.join(' or ')}, got ${type || 'no content type'}`,
+    );
+  }
+  if (isJsonType(type)) {
+    try {
+      return JSON.parse(text(body, type));
+    } catch {
+      throw new WebhookBodyError(type, `the webhook body is declared ${type} but is not UTF-8 JSON`);
+    }
+  }
+  if (type === FORM) {
+    const payload = new URLSearchParams(text(body, type)).get('payload');
+    if (payload === null) throw new WebhookBodyError(type, `a ${FORM} webhook body must carry payload=<JSON>, as GitHub sends it`);
+    try {
+      return JSON.parse(payload);
+    } catch {
+      throw new WebhookBodyError(type, `the payload field of the ${FORM} webhook body is not JSON`);
+    }
+  }
+  return text(body, type);
 }
 
 export async function hookRoutes(app: FastifyInstance, sluice: Sluice, hooks: HooksConfig): Promise<void> {
@@ -63,7 +111,9 @@ export async function hookRoutes(app: FastifyInstance, sluice: Sluice, hooks: Ho
   const pruneNowAndThen = (log: FastifyInstance['log']) => {
     if (Date.now() - prunedAt < PRUNE_INTERVAL_MS) return;
     prunedAt = Date.now();
-    sluice.pool.query(serverSql('PruneDeliveries'), [hooks.dedupeWindowSeconds]).catch((err: Error) => log.warn({ err: err.message }, 'pruning hook deliveries failed'));
+    sluice.pool
+      .query(serverSql('PruneDeliveries'), [hooks.dedupeWindowSeconds])
+      .catch((err: Error) => log.warn({ err: err.message }, 'pruning hook deliveries failed'));
   };
 
   await app.register(async (scope) => {
@@ -80,7 +130,8 @@ export async function hookRoutes(app: FastifyInstance, sluice: Sluice, hooks: Ho
           description:
             'Authenticated by the signature, not a token: X-Hub-Signature-256 (and X-GitHub-Delivery, X-GitHub-Event) for a ' +
             'github source; the configured signature and delivery-id headers (default X-Signature-256, Idempotency-Key) for an ' +
-            'hmac-sha256 source. The body must be application/json. Answered within the acknowledgement bound (default 4 s).',
+            'hmac-sha256 source. The body is application/json or, as GitHub sends it, application/x-www-form-urlencoded with ' +
+            'payload=<JSON> (a source may declare other content types, kept as text); the signature is over the raw body. Answered within the acknowledgement bound (default 4 s).',
           security: [],
           params: { type: 'object', required: ['source'], properties: { source: { type: 'string', maxLength: 64 } } },
           response: {
@@ -97,7 +148,12 @@ export async function hookRoutes(app: FastifyInstance, sluice: Sluice, hooks: Ho
         }
         const deliveryId = headerText(request.headers[source.deliveryHeader], source.deliveryHeader, true)!;
         const event = source.eventHeader ? headerText(request.headers[source.eventHeader], source.eventHeader, false) : null;
-        const delivery: HookDelivery = { source: source.name, deliveryId, event, payload: parsePayload(body, request.headers['content-type']) };
+        const delivery: HookDelivery = {
+          source: source.name,
+          deliveryId,
+          event,
+          payload: parsePayload(body, request.headers['content-type'], source.contentTypes),
+        };
         pruneNowAndThen(request.log);
 
         const work = inRequestTrace(request.headers, () =>

@@ -1,24 +1,23 @@
 /**
- * Outbound webhooks: chosen job events POSTed to configured targets, each delivery a job
- * on a Sluice queue of its own (`sluice-webhooks`), so retries with backoff, dead letters
- * and replay come from the queue.
+ * Outbound webhooks: chosen job ends POSTed to configured targets, at least once.
  *
- * The relay follows every queue's announcements (`sluice.events(null)`; at most once, so
- * a `gap` is itself an event a target may choose). For each event a target chose, it
- * enqueues one delivery keyed by (target, event): every server process hears the same
- * announcement, and `enqueueOnce` makes them one delivery. The webhooks' own queue is
- * never relayed (a delivery's end would make another delivery).
+ * Each target is a subscription of Sluice's outbox (`sluice.subscriptions`, on the queue
+ * `sluice-webhooks`): a job's end that a target chose is written as a delivery job in the
+ * transaction that ends the job, so an end is delivered even when no server ran at that
+ * moment; a server started later works what is waiting. Retries with backoff, dead
+ * deliveries and their replay come from the queue. `start()` makes the subscriptions
+ * exactly this configuration's targets, so the servers of one deployment share one hooks
+ * file. The webhooks' own queue is never delivered (a delivery's end would make another).
  *
  * A delivery: POST, body `{ type, jobId, queue, at }` as JSON, headers
- * `X-Sluice-Event`, `X-Sluice-Delivery` (the delivery job's id: the same on every retry,
- * for the receiver's idempotency), `X-Sluice-Timestamp` (Unix seconds) and
+ * `X-Sluice-Event`, `X-Sluice-Delivery` (the delivery job's id: the same on every retry
+ * and replay, for the receiver's deduplication), `X-Sluice-Timestamp` (Unix seconds) and
  * `X-Sluice-Signature-256: sha256=<HMAC-SHA256 of "<timestamp>.<body>">`, so a receiver
  * can refuse old replays. A 2xx answer completes it; anything else, a redirect, or no
  * answer within `requestTimeoutMs` fails the attempt, and the queue retries it.
  */
 import { createHmac } from 'node:crypto';
-import type { Job, JobEvent, Sluice, Worker } from 'sluice';
-import { enqueueOnce } from '../enqueue-once.js';
+import type { EndDelivery, EndEvent, Job, Sluice, Worker } from 'sluice';
 import type { WebhookTarget } from './config.js';
 
 export const WEBHOOK_QUEUE = 'sluice-webhooks';
@@ -26,9 +25,12 @@ export const WEBHOOK_QUEUE = 'sluice-webhooks';
 /** The policy the webhooks' queue gets when it does not exist: about a day of retries. */
 export const WEBHOOK_QUEUE_POLICY = { maxAttempts: 12, backoff: { baseMs: 2_000, maxMs: 3_600_000, jitter: 0.2 } } as const;
 
-export interface WebhookDelivery {
-  target: string;
-  event: { type: JobEvent['type']; jobId: string | null; queue: string | null; at: string };
+/** A delivery job's data: the outbox's (`subscription`), or `target` in deliveries written by earlier releases. */
+export type WebhookDelivery = EndDelivery | { target: string; event: EndDelivery['event'] };
+
+/** The target a delivery is for. */
+export function targetOf(data: WebhookDelivery): string {
+  return 'subscription' in data ? data.subscription : data.target;
 }
 
 export interface WebhookRelayOptions {
@@ -37,7 +39,6 @@ export interface WebhookRelayOptions {
   requestTimeoutMs?: number;
   /** The clock of the timestamp header (tests set it). */
   now?: () => Date;
-  onError?: (message: string) => void;
 }
 
 /** `sha256=<hex>` over `<timestamp>.<body>`: what `X-Sluice-Signature-256` carries. */
@@ -47,11 +48,8 @@ export function signDelivery(secret: string, timestamp: number, body: string): s
 
 export class WebhookRelay {
   private readonly targets: Map<string, WebhookTarget>;
-  private readonly stopping = new AbortController();
   private worker: Worker | null = null;
-  private relaying: Promise<void> | null = null;
   private readonly now: () => Date;
-  private readonly onError: (message: string) => void;
 
   constructor(
     private readonly sluice: Sluice,
@@ -60,51 +58,26 @@ export class WebhookRelay {
   ) {
     this.targets = new Map(targets.map((t) => [t.name, t]));
     this.now = options.now ?? (() => new Date());
-    this.onError = options.onError ?? (() => {});
   }
 
-  /** Creates the webhooks' queue if it is missing, then follows events and works deliveries. */
+  /** Creates the webhooks' queue if it is missing, subscribes the targets to the outbox, then works deliveries. */
   async start(): Promise<void> {
     if (!(await this.sluice.queues.get(WEBHOOK_QUEUE))) await this.sluice.queues.put(WEBHOOK_QUEUE, WEBHOOK_QUEUE_POLICY);
-    const events = this.sluice.events(null, { signal: this.stopping.signal });
-    this.relaying = this.relay(events);
-    // Ends written once start() returns are relayed.
-    await events.ready;
-    this.worker = this.sluice.work(WEBHOOK_QUEUE, { concurrency: this.options.concurrency ?? 4 }, (job) => this.deliver(job as Job<WebhookDelivery>));
+    await subscribeTargets(this.sluice, [...this.targets.values()]);
+    this.worker = this.sluice.work(WEBHOOK_QUEUE, { concurrency: this.options.concurrency ?? 4 }, (job) =>
+      this.deliver(job as Job<WebhookDelivery>),
+    );
   }
 
   async stop({ timeoutMs = 10_000 }: { timeoutMs?: number } = {}): Promise<void> {
-    this.stopping.abort();
-    await this.relaying;
     await this.worker?.stop({ timeoutMs });
   }
 
-  private async relay(events: AsyncIterable<JobEvent>): Promise<void> {
-    for await (const event of events) {
-      if (event.queue === WEBHOOK_QUEUE) continue;
-      const jobId = event.type === 'gap' ? null : event.jobId;
-      const at = event.at.toISOString();
-      for (const target of this.targets.values()) {
-        if (!target.events.includes(event.type)) continue;
-        if (target.queues && (event.queue === null || !target.queues.includes(event.queue))) {
-          // A gap of every queue's announcements concerns the target's queues too.
-          if (!(event.type === 'gap' && event.queue === null)) continue;
-        }
-        const data: WebhookDelivery = { target: target.name, event: { type: event.type, jobId, queue: event.queue, at } };
-        try {
-          await enqueueOnce(this.sluice, { source: `webhook:${target.name}`, deliveryId: `${event.type}:${jobId ?? event.queue ?? '*'}:${at}`, queue: WEBHOOK_QUEUE, data, key: target.name });
-        } catch (err) {
-          // Not enqueued (the webhooks' queue shed it, the database is away): the event is lost like an announcement.
-          this.onError(`webhook ${target.name}: ${event.type} of ${jobId ?? 'a gap'} not enqueued: ${(err as Error).message}`);
-        }
-      }
-    }
-  }
-
   private async deliver(job: Job<WebhookDelivery>): Promise<{ status: number } | { skipped: string }> {
-    const target = this.targets.get(job.data.target);
+    const name = targetOf(job.data);
+    const target = this.targets.get(name);
     // The target was removed from the configuration since: nothing to deliver to.
-    if (!target) return { skipped: `no webhook target named ${job.data.target}` };
+    if (!target) return { skipped: `no webhook target named ${name}` };
     const body = JSON.stringify(job.data.event);
     const timestamp = Math.floor(this.now().getTime() / 1000);
     const response = await fetch(target.url, {
@@ -126,4 +99,17 @@ export class WebhookRelay {
     if (response.status < 200 || response.status > 299) throw new Error(`webhook ${target.name} answered ${response.status}`);
     return { status: response.status };
   }
+}
+
+/**
+ * Makes the outbox's subscriptions on the webhooks' queue exactly `targets` (their names,
+ * events and queues; URLs and secrets stay in the hooks file). `gap` was an event of
+ * announcements, which the outbox does not have.
+ */
+export async function subscribeTargets(sluice: Sluice, targets: WebhookTarget[]): Promise<void> {
+  const subscriptions = targets.flatMap((t) => {
+    const events = t.events.filter((e): e is EndEvent => e !== 'gap');
+    return events.length === 0 ? [] : [{ name: t.name, events, queues: t.queues }];
+  });
+  await sluice.subscriptions.set(WEBHOOK_QUEUE, subscriptions);
 }

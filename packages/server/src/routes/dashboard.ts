@@ -50,7 +50,8 @@ export function dashboardRoutes(app: FastifyInstance): void {
     const body = readFileSync(path);
     const type = TYPES[extname(path)]!;
     app.get(url, { schema: { hide: true } }, async (_request: unknown, reply: FastifyReply) =>
-      reply.type(type).header('cache-control', 'no-cache').send(body));
+      reply.type(type).header('cache-control', 'no-cache').send(body),
+    );
   };
   for (const [url, path] of files) route(url, path);
   route('/', files.get('/index.html')!);

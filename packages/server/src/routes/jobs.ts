@@ -3,12 +3,25 @@ import type { FastifyInstance } from 'fastify';
 import { JobCancelledError, JobDeadError, JobNotFoundError, ResultTimeoutError, type Job, type SendOptions, type Sluice } from 'sluice';
 import type { RouteContext } from '../context.js';
 import { inRequestTrace } from '../tracing.js';
-import { jobLinksResponse, jobParams, jobQuery, jobResponse, MAX_WAIT_MS, queueParams, sendBody, sendManyBody, sendManyResponse, sendResponse } from '../schemas.js';
+import {
+  jobLinksResponse,
+  jobParams,
+  jobQuery,
+  jobResponse,
+  MAX_WAIT_MS,
+  queueParams,
+  sendBody,
+  sendManyBody,
+  sendManyResponse,
+  sendResponse,
+} from '../schemas.js';
 
-interface SendRequestBody {
+export interface SendRequestBody {
   data?: unknown;
   key?: string;
   singletonKey?: string;
+  singletonPeriodMs?: number;
+  debounce?: { key: string; delayMs: number; maxDelayMs?: number };
   runAt?: string;
   delayMs?: number;
   priority?: number;
@@ -19,7 +32,7 @@ interface SendRequestBody {
   onParentFailure?: 'cancel' | 'run';
 }
 
-function sendOptionsOf(body: SendRequestBody): SendOptions {
+export function sendOptionsOf(body: SendRequestBody): SendOptions {
   const { data: _data, runAt, ...rest } = body;
   return { ...rest, ...(runAt !== undefined ? { runAt: new Date(runAt) } : {}) };
 }
@@ -135,13 +148,19 @@ export function jobRoutes(app: FastifyInstance, { sluice, apiAuth, adminAuth }: 
 
   app.post<{ Params: { id: string } }>(
     '/api/jobs/:id/cancel',
-    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Cancel a pending or active job', params: jobParams, response: { 200: jobResponse } } },
+    {
+      onRequest: adminAuth,
+      schema: { tags: ['admin'], summary: 'Cancel a pending or active job', params: jobParams, response: { 200: jobResponse } },
+    },
     async (request) => sluice.cancel(request.params.id),
   );
 
   app.post<{ Params: { id: string } }>(
     '/api/jobs/:id/replay',
-    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Replay a dead or cancelled job', params: jobParams, response: { 200: jobResponse } } },
+    {
+      onRequest: adminAuth,
+      schema: { tags: ['admin'], summary: 'Replay a dead or cancelled job', params: jobParams, response: { 200: jobResponse } },
+    },
     async (request) => sluice.replay(request.params.id),
   );
 }

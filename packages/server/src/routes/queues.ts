@@ -2,7 +2,17 @@
 import type { FastifyInstance } from 'fastify';
 import { QueueNotFoundError, type Queue, type QueuePolicy, type Sluice } from 'sluice';
 import type { RouteContext } from '../context.js';
-import { allSeriesResponse, policyBody, queueListResponse, queueParams, queueResponse, queueViewResponse, seriesQuery, seriesResponse, throughputQuery } from '../schemas.js';
+import {
+  allSeriesResponse,
+  policyBody,
+  queueListResponse,
+  queueParams,
+  queueResponse,
+  queueViewResponse,
+  seriesQuery,
+  seriesResponse,
+  throughputQuery,
+} from '../schemas.js';
 
 /** Sends refused per queue over the last hour, by every process (the database's per-minute counts). */
 function refusalsByQueue(sluice: Sluice): Promise<Map<string, { shed: number; keyLimited: number }>> {
@@ -19,7 +29,11 @@ export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteCo
     '/api/queues',
     {
       onRequest: adminAuth,
-      schema: { tags: ['admin'], summary: 'Every queue with its policy, counts and refusals over the last hour', response: { 200: queueListResponse } },
+      schema: {
+        tags: ['admin'],
+        summary: 'Every queue with its policy, counts and refusals over the last hour',
+        response: { 200: queueListResponse },
+      },
     },
     async () => {
       const [queues, refusals] = await Promise.all([sluice.queues.list(), refusalsByQueue(sluice)]);
@@ -33,7 +47,8 @@ export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteCo
       onRequest: adminAuth,
       schema: {
         tags: ['admin'],
-        summary: "One queue with its policy and counts: what its rate and budget have used of their windows, and the ready jobs they hold back",
+        summary:
+          'One queue with its policy and counts: what its rate and budget have used of their windows, and the ready jobs they hold back',
         params: queueParams,
         response: { 200: queueViewResponse },
       },
@@ -62,7 +77,10 @@ export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteCo
 
   app.post<{ Params: { queue: string } }>(
     '/api/queues/:queue/pause',
-    { onRequest: adminAuth, schema: { tags: ['admin'], summary: 'Stop claims (sends are still accepted)', params: queueParams, response: { 200: queueResponse } } },
+    {
+      onRequest: adminAuth,
+      schema: { tags: ['admin'], summary: 'Stop claims (sends are still accepted)', params: queueParams, response: { 200: queueResponse } },
+    },
     async (request) => sluice.queues.pause(request.params.queue),
   );
 
@@ -76,7 +94,12 @@ export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteCo
     '/api/queues/:queue/throughput',
     {
       onRequest: adminAuth,
-      schema: { tags: ['admin'], summary: 'Completed and dead jobs per bucket (default: 15 minutes in 30 s buckets)', params: queueParams, querystring: throughputQuery },
+      schema: {
+        tags: ['admin'],
+        summary: 'Completed and dead jobs per bucket (default: 15 minutes in 30 s buckets)',
+        params: queueParams,
+        querystring: throughputQuery,
+      },
     },
     async (request) => {
       const { windowSeconds = 900, bucketSeconds = 30 } = request.query;
@@ -91,7 +114,8 @@ export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteCo
       onRequest: adminAuth,
       schema: {
         tags: ['admin'],
-        summary: 'Per-minute figures of the queue over the last minutes (default 60): running against the cap, ready depth, lag, starts, completions, failures, dead, refusals',
+        summary:
+          'Per-minute figures of the queue over the last minutes (default 60): running against the cap, ready depth, lag, starts, completions, failures, dead, refusals',
         params: queueParams,
         querystring: seriesQuery,
         response: { 200: seriesResponse },
@@ -109,7 +133,8 @@ export function queueRoutes(app: FastifyInstance, { sluice, adminAuth }: RouteCo
       onRequest: adminAuth,
       schema: {
         tags: ['admin'],
-        summary: "Every queue's per-minute figures over the last minutes (default 60), as GET /api/queues/:queue/series gives each, read at once",
+        summary:
+          "Every queue's per-minute figures over the last minutes (default 60), as GET /api/queues/:queue/series gives each, read at once",
         querystring: seriesQuery,
         response: { 200: allSeriesResponse },
       },

@@ -6,7 +6,18 @@
 import type { FastifyInstance } from 'fastify';
 import { QueueNotFoundError } from 'sluice';
 import type { RouteContext } from '../context.js';
-import { claimBody, claimResponse, completeBody, completeResponse, failBody, heartbeatBody, jobParams, queueParams } from '../schemas.js';
+import {
+  claimBody,
+  claimResponse,
+  completeBody,
+  completeResponse,
+  failBody,
+  failResponse,
+  heartbeatBody,
+  heartbeatResponse,
+  jobParams,
+  queueParams,
+} from '../schemas.js';
 
 export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteContext): void {
   app.post<{ Params: { queue: string }; Body: { max?: number; leaseSeconds?: number; workerId?: string } }>(
@@ -47,6 +58,7 @@ export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteCon
         summary: "Extend a claimed job's lease; `cancelRequested` says the job was cancelled: stop, and fail it (it then ends cancelled)",
         params: jobParams,
         body: heartbeatBody,
+        response: { 200: heartbeatResponse },
       },
     },
     async (request) => {
@@ -78,7 +90,13 @@ export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteCon
     '/api/jobs/:id/fail',
     {
       onRequest: apiAuth,
-      schema: { tags: ['workers'], summary: 'Fail a claimed job: retried with backoff, or dead when its attempts are spent', params: jobParams, body: failBody },
+      schema: {
+        tags: ['workers'],
+        summary: 'Fail a claimed job: retried with backoff, or dead when its attempts are spent',
+        params: jobParams,
+        body: failBody,
+        response: { 200: failResponse },
+      },
     },
     async (request) => {
       const job = await sluice.fail(request.params.id, request.body.leaseToken, request.body.error);

@@ -15,16 +15,16 @@ DECLARE
   v_job :SCHEMA.job;
 BEGIN
   UPDATE :SCHEMA.job
-  SET state = CASE WHEN state = 'active' THEN state ELSE 'cancelled' END,
-      finished_at = CASE WHEN state = 'active' THEN finished_at ELSE v_now END,
+  SET state = CASE WHEN state IN ('active', 'claimed') THEN state ELSE 'cancelled' END,
+      finished_at = CASE WHEN state IN ('active', 'claimed') THEN finished_at ELSE v_now END,
       waiting_parents = NULL,
       cancel_requested_at = coalesce(cancel_requested_at, v_now)
-  WHERE id = p_id AND state IN ('waiting', 'pending', 'active')
+  WHERE id = p_id AND state IN ('waiting', 'pending', 'active', 'claimed')
   RETURNING * INTO v_job;
   IF NOT FOUND THEN
     RETURN;
   END IF;
-  IF v_job.state = 'active' THEN
+  IF v_job.state IN ('active', 'claimed') THEN
     PERFORM pg_notify(':CANCEL_CHANNEL', v_job.id::text);
   ELSE
     PERFORM :SCHEMA.job_ends(ARRAY[v_job.id], ARRAY[v_job.queue], ARRAY['cancelled'],
@@ -47,7 +47,7 @@ BEGIN
       run_at = CASE WHEN cancel_requested_at IS NULL THEN v_now ELSE run_at END,
       finished_at = CASE WHEN cancel_requested_at IS NOT NULL THEN v_now END,
       lease_token = NULL, lease_expires_at = NULL
-  WHERE id = p_id AND lease_token = p_token AND state = 'active'
+  WHERE id = p_id AND lease_token = p_token AND state IN ('active', 'claimed')
   RETURNING * INTO v_job;
   IF NOT FOUND THEN
     RETURN;

@@ -1,7 +1,9 @@
 -- Claims: pending jobs become active in exactly one claimer, with a fresh lease token; and
 -- completions, which a worker writes in the statement of its next claim (one round trip).
 --
---   claim(queue, limit, worker, now, ahead, in_hand) → the claimed job rows
+--   claim(queue, limit, worker, now, ahead, in_hand) → the claimed job rows; two of its parts:
+--     claim_start_room(queue row, …) → what rate and budget let start (rate.sql)
+--     claim_slots(queue row, in_hand, …) → a capped queue's slots (slots.sql)
 --   lone_claim(queue, limit, worker, now, ahead)      → the same, for an uncapped queue,
 --                                                       without waiting for the WAL flush
 --   complete_and_claim(ids, tokens, results, now, notify, queue, limit, worker, ahead,
@@ -77,8 +79,14 @@ END $$;
 -- first round leaves the batch short (fewer keys with room than jobs wanted) do further
 -- rounds run, one statement each. Every job picked is locked (a job being cancelled is
 -- skipped), so it is still pending when the claim updates it.
-CREATE OR REPLACE FUNCTION :SCHEMA.pick_per_key(q :SCHEMA.queue, p_limit integer, p_now timestamptz)
-RETURNS bigint[] LANGUAGE plpgsql AS $$
+--
+-- With `p_ahead` (a reporting worker's claim, a key rate without a key budget), a key whose
+-- window is full gives one job admitted ahead when a place frees within the horizon
+-- (key_start_ahead, rate.sql): in `ahead_ids`, to begin at its `ahead_at`.
+DROP FUNCTION IF EXISTS :SCHEMA.pick_per_key(:SCHEMA.queue, integer, timestamptz);
+CREATE OR REPLACE FUNCTION :SCHEMA.pick_per_key(q :SCHEMA.queue, p_limit integer, p_now timestamptz, p_ahead boolean,
+                                                 OUT ids bigint[], OUT ahead_ids bigint[], OUT ahead_at timestamptz[])
+LANGUAGE plpgsql AS $$
 DECLARE
   v_cursor text;
   v_from text;
@@ -99,6 +107,8 @@ DECLARE
   v_last text;
   v_want integer;
 BEGIN
+  ahead_ids := '{}';
+  ahead_at := '{}';
   SELECT c.key INTO v_cursor FROM :SCHEMA.key_cursor c WHERE c.queue = q.name;
 
   -- Round 1. Pass 1: keys after the cursor; pass 2: the keyless turn; pass 3: keys up to it.
@@ -142,25 +152,32 @@ BEGIN
                    WHEN w.run_at > p_now AND NOT :SCHEMA.key_has_ready_job(q.name, w.key, w.priority, p_now) THEN false
                    -- Full as of this statement's snapshot: passed over without its lock.
                    WHEN q.per_key_concurrency IS NOT NULL AND (SELECT count(*) FROM :SCHEMA.job a
-                         WHERE a.queue = q.name AND a.state = 'active' AND a.key = w.key) >= q.per_key_concurrency THEN false
-                   WHEN v_key_rated AND (SELECT r.jobs <= 0 OR r.units <= 0 FROM :SCHEMA.key_start_room(q, w.key, p_now) r) THEN false
+                         WHERE a.queue = q.name AND a.state IN ('active', 'claimed') AND a.key = w.key) >= q.per_key_concurrency THEN false
+                   WHEN v_key_rated AND (SELECT r.jobs <= 0 OR r.units <= 0 FROM :SCHEMA.key_start_room(q, w.key, p_now) r)
+                        AND NOT (p_ahead AND :SCHEMA.key_start_ahead(q, w.key, p_now) IS NOT NULL) THEN false
                    ELSE pg_try_advisory_xact_lock(hashtext(':SCHEMA_NAME.claim_key'), hashtext(q.name || '/' || w.key)) END
         LIMIT v_want);
       EXIT WHEN cardinality(v_batch) = 0;
       -- A new statement, so a snapshot taken after the locks: each key's running count and
       -- starts in its windows, and the next job of each key with room, if it fits.
+      -- A key whose window is full may give one job admitted ahead (room 1, no more rounds).
       SELECT v_ids || coalesce(array_agg(c.id ORDER BY k.pos), '{}'),
              v_keys || coalesce(array_agg(k.key ORDER BY k.pos), '{}'),
              v_rooms || coalesce(array_agg(r.room ORDER BY k.pos), '{}'),
-             v_units || coalesce(array_agg(r.units - c.cost ORDER BY k.pos), '{}')
-      INTO v_ids, v_keys, v_rooms, v_units
+             v_units || coalesce(array_agg(r.units - c.cost ORDER BY k.pos), '{}'),
+             ahead_ids || coalesce(array_agg(c.id ORDER BY k.pos) FILTER (WHERE r.start_ahead IS NOT NULL), '{}'),
+             ahead_at || coalesce(array_agg(r.start_ahead ORDER BY k.pos) FILTER (WHERE r.start_ahead IS NOT NULL), '{}')
+      INTO v_ids, v_keys, v_rooms, v_units, ahead_ids, ahead_at
       FROM unnest(v_batch) WITH ORDINALITY AS k(key, pos)
       CROSS JOIN LATERAL (
-        SELECT coalesce(least(q.per_key_concurrency - n.running, s.jobs), p_limit) AS room, s.units
+        SELECT CASE WHEN a.at IS NOT NULL THEN least(q.per_key_concurrency - n.running, 1)
+                    ELSE coalesce(least(q.per_key_concurrency - n.running, s.jobs), p_limit) END AS room,
+               s.units, a.at AS start_ahead
         FROM (SELECT count(*)::integer AS running FROM :SCHEMA.job a
               WHERE q.per_key_concurrency IS NOT NULL
-                AND a.queue = q.name AND a.state = 'active' AND a.key = k.key) n,
-             :SCHEMA.key_start_room(q, k.key, p_now) s) r
+                AND a.queue = q.name AND a.state IN ('active', 'claimed') AND a.key = k.key) n,
+             :SCHEMA.key_start_room(q, k.key, p_now) s,
+             LATERAL (SELECT CASE WHEN p_ahead AND s.jobs <= 0 THEN :SCHEMA.key_start_ahead(q, k.key, p_now) END AS at) a) r
       CROSS JOIN LATERAL (SELECT j.id, j.cost FROM :SCHEMA.job j
                           WHERE j.queue = q.name AND j.state = 'pending' AND j.key = k.key
                             AND j.run_at <= p_now AND r.room > 0
@@ -233,12 +250,124 @@ BEGIN
       INSERT INTO :SCHEMA.key_cursor (queue, key) VALUES (q.name, v_last) ON CONFLICT DO NOTHING;
     END IF;
   END IF;
-  RETURN v_ids;
+  ids := v_ids;
 END $$;
 
--- The claim: slots in hand (from this worker's completions in the same statement) are
--- given to the jobs claimed first, free slots taken for the rest, and every slot that
--- found no job is freed.
+-- A claim's rate and budget (rate.sql): how many of the `p_limit` jobs it asks for
+-- (`p_free` of them for its free local slots) may start, and the budget's units left.
+-- Counted under the queue's lock, taken here and held to the end of the claim's
+-- transaction, at the time it is held (`counted_at`); the claim records its starts before the
+-- lock is released. Or, for a rate alone, taken from this worker's grant under the lock
+-- shared. Jobs are claimed ahead only if the window (or the grant) has room for them
+-- too, each reserving its start until its slot is written or it ends; on a queue without
+-- a cap, only in a grant (otherwise such a reservation would hold the window for the
+-- whole of its job). Admitted ahead: a reporting worker's claim on a rate also takes the
+-- starts that the rate lets begin within the horizon (starts_ahead), `start_at[i]` for
+-- the job after the first `room_now`; its worker begins the handler no earlier.
+CREATE OR REPLACE FUNCTION :SCHEMA.claim_start_room(
+  q :SCHEMA.queue, p_worker_id text, p_now timestamptz, p_limit integer, p_free integer,
+  p_key_rated boolean, p_reported boolean,
+  OUT lim integer, OUT units bigint, OUT counted_at timestamptz, OUT grant_at timestamptz,
+  OUT start_at timestamptz[], OUT room_now integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_grantable boolean := q.budget_units IS NULL AND NOT p_key_rated AND p_worker_id IS NOT NULL;
+  v_room integer;
+BEGIN
+  lim := p_limit;
+  start_at := '{}';
+  room_now := 0;
+  IF v_grantable AND EXISTS (
+       SELECT 1 FROM :SCHEMA.rate_grant g
+       WHERE g.queue = q.name AND g.worker_id = p_worker_id AND g.jobs - g.used >= p_limit
+         AND g.rate_count = q.rate_count AND g.rate_period_ms = q.rate_period_ms
+         AND g.until > coalesce(p_now, clock_timestamp()) + interval '50 milliseconds') THEN
+    -- Looked at without a lock, so that a claim holding the shared lock never asks for
+    -- the exclusive one (two such claims would deadlock); checked again under it.
+    PERFORM pg_advisory_xact_lock_shared(hashtext(':SCHEMA_NAME.rate'), hashtext(q.name));
+    counted_at := coalesce(p_now, clock_timestamp());
+    SELECT g.granted_at, g.jobs - g.used INTO grant_at, v_room FROM :SCHEMA.rate_grant g
+    WHERE g.queue = q.name AND g.worker_id = p_worker_id AND g.granted_at <= counted_at AND g.until > counted_at
+      AND g.rate_count = q.rate_count AND g.rate_period_ms = q.rate_period_ms
+    ORDER BY g.granted_at DESC LIMIT 1
+    FOR UPDATE;
+    -- A grant that ran out in between (a long wait for the lock): what is left of it.
+    v_room := coalesce(v_room, 0);
+  ELSE
+    PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.rate'), hashtext(q.name));
+    counted_at := coalesce(p_now, clock_timestamp());
+    IF v_grantable THEN
+      grant_at := :SCHEMA.grant_starts(q, p_worker_id, counted_at, p_limit);
+    END IF;
+    IF grant_at IS NOT NULL THEN
+      v_room := p_limit;
+    ELSE
+      IF q.concurrency IS NULL THEN
+        lim := least(lim, p_free);
+      END IF;
+      SELECT r.jobs, r.units INTO v_room, units FROM :SCHEMA.start_room(q, counted_at) r;
+      IF p_reported AND p_now IS NULL AND q.rate_count IS NOT NULL THEN
+        start_at := :SCHEMA.starts_ahead(q, counted_at, v_room, lim);
+        room_now := greatest(v_room, 0);
+        v_room := room_now + cardinality(start_at);
+      END IF;
+    END IF;
+  END IF;
+  lim := least(lim, greatest(coalesce(v_room, lim), 0));
+END $$;
+
+-- A capped queue's slots for a claim (slots.sql): the slots in hand (`p_in_hand`, from
+-- this worker's completions in the same statement, all within the cap) first, free ones
+-- taken for what they do not cover, only for the `p_want` jobs that can start now (jobs
+-- ahead wait with slot 0). Returns the slots in claim order, those in hand kept
+-- (`reuse`: the caller frees those no job takes), and how many jobs the claim may take
+-- (`lim`, of the `p_limit` asked; none ahead when the cap is full). With `lim` 0 every
+-- slot in hand is freed here.
+-- Exact: while slots above a cap since lowered are held, claims of the queue serialize
+-- and count the running jobs (those waiting with slot 0 hold none), so the lowered cap
+-- is reached without being passed.
+CREATE OR REPLACE FUNCTION :SCHEMA.claim_slots(
+  q :SCHEMA.queue, p_in_hand integer[], p_want integer, p_limit integer, p_free integer,
+  OUT slots integer[], OUT reuse integer[], OUT lim integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_want integer := p_want;
+  v_active integer;
+BEGIN
+  reuse := p_in_hand;
+  lim := p_limit;
+  IF EXISTS (SELECT 1 FROM :SCHEMA.slot WHERE queue = q.name AND n > q.concurrency AND job_id IS NOT NULL) THEN
+    PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.claim'), hashtext(q.name));
+    DELETE FROM :SCHEMA.slot WHERE queue = q.name AND n > q.concurrency AND job_id IS NULL;
+    SELECT count(*) INTO v_active FROM :SCHEMA.job
+    WHERE queue = q.name AND state = 'active';
+    -- Slots in hand count as room only up to what the cap has left (the rest are freed
+    -- below, with those beyond the free local slots).
+    v_want := least(v_want, q.concurrency - v_active);
+    -- No jobs ahead: they would keep the slots above the cap in use.
+    lim := least(lim, greatest(v_want, 0));
+  END IF;
+  IF cardinality(reuse) > greatest(v_want, 0) THEN
+    PERFORM :SCHEMA.free_slots(q.name, reuse[greatest(v_want, 0) + 1:]);
+    reuse := reuse[1:greatest(v_want, 0)];
+  END IF;
+  slots := reuse || CASE WHEN v_want > cardinality(reuse) THEN :SCHEMA.take_slots(q.name, q.concurrency, v_want - cardinality(reuse)) ELSE '{}' END;
+  IF cardinality(slots) < p_free THEN
+    -- The cap is full: no jobs ahead of what can start.
+    lim := cardinality(slots);
+  END IF;
+  IF lim <= 0 THEN
+    PERFORM :SCHEMA.free_slots(q.name, reuse);
+  END IF;
+END $$;
+
+-- The claim: its room by rate and budget (claim_start_room), its slots on a capped queue
+-- (claim_slots), its jobs (by priority, then due time; per key: pick_per_key), cut to the
+-- budget; then the jobs become active, the first in claim order in the slots, and the
+-- starts that are not reserved are recorded. The parts are called as expressions, not
+-- queries: plpgsql evaluates those without the executor, and a claim runs once per batch. Slots in hand
+-- (from this worker's completions in the same statement) go to the jobs claimed first,
+-- and every slot that found no job is freed.
 CREATE OR REPLACE FUNCTION :SCHEMA.claim(
   p_queue text, p_limit integer, p_worker_id text, p_now timestamptz,
   p_ahead integer DEFAULT 0, p_in_hand integer[] DEFAULT '{}')
@@ -249,21 +378,25 @@ AS $$
 DECLARE
   q :SCHEMA.queue;
   v_now timestamptz := coalesce(p_now, now());
-  v_ahead integer := greatest(coalesce(p_ahead, 0), 0);
-  v_limit integer := greatest(p_limit, 0) + v_ahead;
+  v_free integer := greatest(p_limit, 0);
+  v_limit integer := greatest(p_limit, 0) + greatest(coalesce(p_ahead, 0), 0);
   v_want integer := greatest(p_limit, 0);
-  v_active integer;
   v_slots integer[] := '{}';
-  v_ids bigint[];
   v_reuse integer[] := '{}';
+  v_ids bigint[];
   v_slotted integer;
+  v_started integer;
   v_rated boolean;
   v_key_rated boolean;
-  v_grantable boolean;
-  v_grant_at timestamptz;
-  v_started integer;
-  v_room integer;
+  v_reported boolean;
   v_units bigint;
+  v_grant_at timestamptz;
+  v_start_at timestamptz[] := '{}';
+  v_room_now integer := 0;
+  -- Jobs a key's rate admitted ahead (pick_per_key) and when each may begin.
+  v_key_ahead_ids bigint[];
+  v_key_ahead_at timestamptz[];
+  v_part record;
 BEGIN
   SELECT * INTO q FROM :SCHEMA.queue WHERE name = p_queue;
   IF q.name IS NULL OR q.paused OR v_limit <= 0 OR q.concurrency IS NULL THEN
@@ -283,53 +416,23 @@ BEGIN
   END IF;
 
   v_rated := q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL;
+  v_reported := :SCHEMA.starts_reported();
   v_key_rated := q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL;
   IF v_key_rated THEN
-    -- Nothing is claimed ahead: a job counts as started when it is claimed. Per-key rates
+    -- No jobs beyond the free local slots: each counts as started when it is claimed (one
+    -- a key's rate admits ahead, in its slot, at most start_ahead_ms later). Per-key rates
     -- and budgets are counted under the keys' locks (pick_per_key), at the time read here.
     v_now := coalesce(p_now, clock_timestamp());
-    v_limit := least(v_limit, greatest(p_limit, 0));
+    v_limit := least(v_limit, v_free);
   END IF;
   IF v_rated THEN
-    -- Starts by rate and budget (rate.sql): counted under the queue's lock, at the time
-    -- it is held, and recorded below before it is released; or, for a rate alone, taken
-    -- from this worker's grant under the lock shared. Jobs are claimed ahead only if the
-    -- window (or the grant) has room for them too, each reserving its start until its
-    -- slot is written or it ends; on a queue without a cap, only in a grant (otherwise
-    -- such a reservation would hold the window for the whole of its job).
-    v_grantable := q.budget_units IS NULL AND NOT v_key_rated AND p_worker_id IS NOT NULL;
-    IF v_grantable AND EXISTS (
-         SELECT 1 FROM :SCHEMA.rate_grant g
-         WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.jobs - g.used >= v_limit
-           AND g.rate_count = q.rate_count AND g.rate_period_ms = q.rate_period_ms
-           AND g.until > coalesce(p_now, clock_timestamp()) + interval '50 milliseconds') THEN
-      -- Looked at without a lock, so that a claim holding the shared lock never asks for
-      -- the exclusive one (two such claims would deadlock); checked again under it.
-      PERFORM pg_advisory_xact_lock_shared(hashtext(':SCHEMA_NAME.rate'), hashtext(p_queue));
-      v_now := coalesce(p_now, clock_timestamp());
-      SELECT g.granted_at, g.jobs - g.used INTO v_grant_at, v_room FROM :SCHEMA.rate_grant g
-      WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.granted_at <= v_now AND g.until > v_now
-        AND g.rate_count = q.rate_count AND g.rate_period_ms = q.rate_period_ms
-      ORDER BY g.granted_at DESC LIMIT 1
-      FOR UPDATE;
-      -- A grant that ran out in between (a long wait for the lock): what is left of it.
-      v_room := coalesce(v_room, 0);
-    ELSE
-      PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.rate'), hashtext(p_queue));
-      v_now := coalesce(p_now, clock_timestamp());
-      IF v_grantable THEN
-        v_grant_at := :SCHEMA.grant_starts(q, p_worker_id, v_now, v_limit);
-      END IF;
-      IF v_grant_at IS NOT NULL THEN
-        v_room := v_limit;
-      ELSE
-        IF q.concurrency IS NULL THEN
-          v_limit := least(v_limit, greatest(p_limit, 0));
-        END IF;
-        SELECT r.jobs, r.units INTO v_room, v_units FROM :SCHEMA.start_room(q, v_now) r;
-      END IF;
-    END IF;
-    v_limit := least(v_limit, greatest(coalesce(v_room, v_limit), 0));
+    v_part := :SCHEMA.claim_start_room(q, p_worker_id, p_now, v_limit, v_free, v_key_rated, v_reported);
+    v_limit := v_part.lim;
+    v_units := v_part.units;
+    v_now := v_part.counted_at;
+    v_grant_at := v_part.grant_at;
+    v_start_at := v_part.start_at;
+    v_room_now := v_part.room_now;
     v_want := least(v_want, v_limit);
     IF v_limit <= 0 OR v_units <= 0 THEN
       PERFORM :SCHEMA.free_slots(p_queue, v_reuse);
@@ -338,32 +441,11 @@ BEGIN
   END IF;
 
   IF q.concurrency IS NOT NULL THEN
-    IF EXISTS (SELECT 1 FROM :SCHEMA.slot WHERE queue = p_queue AND n > q.concurrency AND job_id IS NOT NULL) THEN
-      -- Held slots above the cap: serialize and count, until they are gone. Jobs waiting
-      -- with slot 0 hold none.
-      PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.claim'), hashtext(p_queue));
-      DELETE FROM :SCHEMA.slot WHERE queue = p_queue AND n > q.concurrency AND job_id IS NULL;
-      SELECT count(*) INTO v_active FROM :SCHEMA.job
-      WHERE queue = p_queue AND state = 'active' AND slot IS DISTINCT FROM 0;
-      -- Slots in hand count as room only up to what the cap has left (the rest are freed
-      -- below, with those beyond the free local slots).
-      v_want := least(v_want, q.concurrency - v_active);
-      -- No jobs ahead: they would keep the slots above the cap in use.
-      v_limit := least(v_limit, greatest(v_want, 0));
-    END IF;
-    -- The slots in hand first; more are taken only for what they do not cover. Slots
-    -- only for the free local slots: jobs ahead wait with slot 0.
-    IF cardinality(v_reuse) > greatest(v_want, 0) THEN
-      PERFORM :SCHEMA.free_slots(p_queue, v_reuse[greatest(v_want, 0) + 1:]);
-      v_reuse := v_reuse[1:greatest(v_want, 0)];
-    END IF;
-    v_slots := v_reuse || CASE WHEN v_want > cardinality(v_reuse) THEN :SCHEMA.take_slots(p_queue, q.concurrency, v_want - cardinality(v_reuse)) ELSE '{}' END;
-    IF cardinality(v_slots) < p_limit THEN
-      -- The cap is full: no jobs ahead of what can start.
-      v_limit := cardinality(v_slots);
-    END IF;
+    v_part := :SCHEMA.claim_slots(q, v_reuse, v_want, v_limit, v_free);
+    v_slots := v_part.slots;
+    v_reuse := v_part.reuse;
+    v_limit := v_part.lim;
     IF v_limit <= 0 THEN
-      PERFORM :SCHEMA.free_slots(p_queue, v_reuse);
       RETURN;
     END IF;
   END IF;
@@ -376,7 +458,9 @@ BEGIN
       LIMIT v_limit
       FOR UPDATE SKIP LOCKED);
   ELSE
-    v_ids := :SCHEMA.pick_per_key(q, v_limit, v_now);
+    SELECT p.ids, p.ahead_ids, p.ahead_at INTO v_ids, v_key_ahead_ids, v_key_ahead_at
+    FROM :SCHEMA.pick_per_key(q, v_limit, v_now, v_reported AND p_now IS NULL AND q.key_rate_count IS NOT NULL
+                                                 AND q.key_budget_units IS NULL) p;
   END IF;
   IF v_units IS NOT NULL AND cardinality(v_ids) > 0 THEN
     -- The budget, in claim order: the jobs whose running total of cost fits.
@@ -405,15 +489,21 @@ BEGIN
   END IF;
 
   -- Rows come back in claim order (priority, then age): a worker starts them in that order.
-  -- The first jobs in that order get the slots; the rest of a capped queue's wait with 0.
+  -- The first jobs in that order get the slots; the rest of a capped queue's wait as
+  -- `claimed`, with slot 0.
   RETURN QUERY
   WITH claimed AS (
     UPDATE :SCHEMA.job j
-    SET state = 'active', attempts = j.attempts + 1, lease_token = gen_random_uuid(),
+    SET state = CASE WHEN q.concurrency IS NOT NULL AND NOT j.id = ANY (v_ids[1:v_slotted]) THEN 'claimed':::SCHEMA.job_state
+                     ELSE 'active':::SCHEMA.job_state END,
+        attempts = j.attempts + 1, lease_token = gen_random_uuid(),
         lease_expires_at = v_now + q.lease_seconds * interval '1 second',
-        started_at = v_now, worker_id = p_worker_id,
+        started_at = greatest(coalesce(v_start_at[array_position(v_ids, j.id) - v_room_now], v_now),
+                              coalesce(v_key_ahead_at[array_position(v_key_ahead_ids, j.id)], v_now)),
+        worker_id = p_worker_id,
         slot = CASE WHEN q.concurrency IS NOT NULL THEN coalesce(v_slots[array_position(v_ids[1:v_slotted], j.id)], 0) END,
-        start_reserved = CASE WHEN v_rated AND NOT j.id = ANY (v_ids[1:v_started]) THEN true END
+        start_reserved = CASE WHEN v_rated AND NOT j.id = ANY (v_ids[1:v_started]) THEN true
+                              WHEN v_reported AND (v_rated OR v_key_rated) THEN true END
     -- The rows are locked by the pick: no state to recheck. (A state condition here would
     -- also let the planner read the whole ready index to find them.)
     WHERE j.id = ANY (v_ids)
@@ -425,9 +515,10 @@ BEGIN
     -- The grant counts its starts (rate.sql): nothing recorded one by one.
     UPDATE :SCHEMA.rate_grant g SET used = g.used + cardinality(v_ids)
     WHERE g.queue = p_queue AND g.worker_id = p_worker_id AND g.granted_at = v_grant_at;
-  ELSIF (v_rated OR v_key_rated) AND cardinality(v_ids) > 0 THEN
+  ELSIF (v_rated OR v_key_rated) AND cardinality(v_ids) > 0 AND NOT v_reported THEN
     -- The jobs that may start now; those waiting with slot 0 hold a reservation instead,
-    -- recorded when they get a slot or leave (rate.sql).
+    -- recorded when they get a slot or leave (rate.sql). A worker that reports when its
+    -- handlers begin has every start reserved until it does (report_starts, rate.sql).
     INSERT INTO :SCHEMA.job_start (queue, started_at, units, job_id, key)
     SELECT p_queue, v_now, j.cost, j.id, CASE WHEN v_key_rated THEN j.key END FROM :SCHEMA.job j
     WHERE j.id = ANY (v_ids[1:v_started]);
@@ -467,6 +558,9 @@ BEGIN
          AND rate_count IS NULL AND budget_units IS NULL
          AND key_rate_count IS NULL AND key_budget_units IS NULL) THEN
     PERFORM set_config('synchronous_commit', 'off', true);
+  ELSE
+    -- A queue that chose durability 'async' accepts what an undone claim costs (durability.sql).
+    PERFORM :SCHEMA.commit_as(ARRAY[p_queue], true);
   END IF;
   RETURN QUERY SELECT * FROM :SCHEMA.claim(p_queue, p_limit, p_worker_id, p_now, p_ahead);
 END $$;
@@ -489,7 +583,7 @@ BEGIN
     UPDATE :SCHEMA.job j
     SET state = 'completed', finished_at = v_now, result = c.result, lease_token = NULL, lease_expires_at = NULL
     FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
-    WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
+    WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text IN ('active', 'claimed')
     RETURNING j.id, j.queue, j.has_children
   ), woken AS (
     SELECT pg_notify(':CHANNEL', q.name) FROM :SCHEMA.queue q
@@ -504,6 +598,8 @@ BEGIN
   FROM (SELECT count(*) FROM woken) w LEFT JOIN done d ON true;
   IF cardinality(v_done) > 0 THEN
     PERFORM :SCHEMA.job_ends(v_done, v_queues, array_fill('completed'::text, ARRAY[cardinality(v_done)]), v_parents, v_now, p_notify);
+    -- The library sends this statement on its own (durability.sql).
+    PERFORM :SCHEMA.commit_as(v_queues, true);
   END IF;
   RETURN QUERY SELECT * FROM unnest(v_done, v_queues);
 END $$;
@@ -560,7 +656,7 @@ BEGIN
                                      AND j.started_at < v_grant_until THEN NULL ELSE j.start_reserved END
       FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
       JOIN :SCHEMA.job o ON o.id = c.id
-      WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
+      WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text IN ('active', 'claimed')
       RETURNING j.id, j.queue, o.slot, j.has_children
     ), freed AS (
       UPDATE :SCHEMA.slot s SET job_id = NULL
@@ -581,7 +677,7 @@ BEGIN
           start_reserved = CASE WHEN j.worker_id = p_worker_id AND j.started_at >= v_grant_from
                                      AND j.started_at < v_grant_until THEN NULL ELSE j.start_reserved END
       FROM unnest(p_ids, p_tokens, p_results) AS c(id, token, result)
-      WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active'
+      WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text IN ('active', 'claimed')
       RETURNING j.id, j.queue, j.has_children
     )
     SELECT coalesce(array_agg(done.id), '{}'), coalesce(array_agg(done.queue), '{}'),
@@ -592,6 +688,8 @@ BEGIN
   IF cardinality(v_done) > 0 THEN
     PERFORM :SCHEMA.job_ends(v_done, v_done_queues, array_fill('completed'::text, ARRAY[cardinality(v_done)]), v_parents, v_now, p_notify);
   END IF;
+  -- The worker sends this statement on its own (durability.sql).
+  PERFORM :SCHEMA.commit_as(array_append(v_done_queues, p_queue), true);
 
   IF cardinality(p_move_ids) > 0 THEN
     SELECT t.moved, t.left_over INTO v_moved, v_in_hand
@@ -609,7 +707,9 @@ BEGIN
   FROM (SELECT c.id::text AS id, c.queue, c.state, c.data, c.key, c.singleton_key, c.priority, c.run_at,
                c.attempts, c.max_attempts, c.lease_token, c.lease_expires_at, c.worker_id, c.result, c.errors,
                c.created_at, c.started_at, c.finished_at, c.slot, c.cost, c.timeout_ms, c.cancel_requested_at,
-               c.waiting_parents, c.on_parent_failure, c.trace_context
+               c.waiting_parents, c.on_parent_failure, c.trace_context, c.start_reserved,
+               -- A start admitted ahead begins no sooner (queries/worker.sql, JobClaim).
+               CASE WHEN p_now IS NULL THEN (extract(epoch FROM c.started_at - clock_timestamp()) * 1000)::float8 ELSE 0 END AS start_in_ms
         FROM :SCHEMA.claim(p_queue, p_limit, p_worker_id, p_now, p_ahead, v_in_hand) c) r;
   GET DIAGNOSTICS v_claimed = ROW_COUNT;
   IF v_claimed = 0 THEN
@@ -633,6 +733,9 @@ CREATE OR REPLACE FUNCTION :SCHEMA.complete_and_move(
   p_queue text, p_move_ids bigint[], p_move_tokens uuid[])
 RETURNS TABLE (completed bigint[], moved bigint[]) LANGUAGE sql AS $$
   SELECT c.completed, c.moved
-  FROM :SCHEMA.complete_and_claim(p_ids, p_tokens, p_results, p_now, p_notify, p_queue, 0, NULL, 0, p_move_ids, p_move_tokens) c
+  FROM :SCHEMA.complete_and_claim(
+    p_ids => p_ids, p_tokens => p_tokens, p_results => p_results, p_now => p_now, p_notify => p_notify,
+    p_queue => p_queue, p_limit => 0, p_worker_id => NULL, p_ahead => 0,
+    p_move_ids => p_move_ids, p_move_tokens => p_move_tokens) c
   LIMIT 1
 $$;

@@ -33,15 +33,20 @@ RETURNS void LANGUAGE sql AS $$
 $$;
 
 -- What follows jobs' ends, for the functions that end them (claim.sql, retry.sql,
--- cancel.sql): announced (with p_notify), and the children of those that have any
--- released (flow.sql). Called in a statement after the one that ended them, so that the
--- release sees links committed while that statement waited for their rows.
+-- cancel.sql): announced (with p_notify), written to the outbox of subscriptions when
+-- there are any (outbox.sql), and the children of those that have any released
+-- (flow.sql). Called in a statement after the one that ended them, so that the release
+-- sees links committed while that statement waited for their rows.
 CREATE OR REPLACE FUNCTION :SCHEMA.job_ends(
   p_ids bigint[], p_queues text[], p_events text[], p_parents bigint[], p_now timestamptz, p_notify boolean)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   IF p_notify AND cardinality(p_ids) > 0 AND EXISTS (SELECT 1 FROM :SCHEMA.event_listener) THEN
     PERFORM :SCHEMA.announce_ends(p_ids, p_queues, p_events, p_now);
+  END IF;
+  -- One probe of an (almost always) tiny table per statement that ends jobs.
+  IF cardinality(p_ids) > 0 AND EXISTS (SELECT 1 FROM :SCHEMA.subscription) THEN
+    PERFORM :SCHEMA.outbox_ends(p_ids, p_queues, p_events, p_now, p_notify);
   END IF;
   IF cardinality(p_parents) > 0 THEN
     PERFORM :SCHEMA.release_children(p_parents, p_now, p_notify);

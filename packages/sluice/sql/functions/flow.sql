@@ -49,8 +49,10 @@ DECLARE
 BEGIN
   -- Admission as for any send (send.sql), announced below once the state is known.
   SELECT s.id, s.deduplicated INTO id, deduplicated
-  FROM :SCHEMA.send(p_queue, p_data, p_key, p_singleton_key, p_run_at, p_delay_ms, p_priority, p_max_attempts,
-                    p_now, false, p_cost, p_timeout_ms, p_trace_context) s;
+  FROM :SCHEMA.send(p_queue => p_queue, p_data => p_data, p_key => p_key, p_singleton_key => p_singleton_key,
+                    p_run_at => p_run_at, p_delay_ms => p_delay_ms, p_priority => p_priority,
+                    p_max_attempts => p_max_attempts, p_now => p_now, p_notify => false, p_cost => p_cost,
+                    p_timeout_ms => p_timeout_ms, p_trace_context => p_trace_context) s;
   IF deduplicated THEN
     RETURN;
   END IF;
@@ -58,7 +60,7 @@ BEGIN
   -- Parents not ended yet: locked in id order (two sends sharing parents cannot deadlock)
   -- and flagged.
   v_open := ARRAY(SELECT j.id FROM :SCHEMA.job j
-                  WHERE j.id = ANY (v_parents) AND j.state IN ('waiting', 'pending', 'active')
+                  WHERE j.id = ANY (v_parents) AND j.state IN ('waiting', 'pending', 'active', 'claimed')
                   ORDER BY j.id FOR UPDATE);
   UPDATE :SCHEMA.job j SET has_children = true WHERE j.id = ANY (v_open) AND j.has_children IS NOT TRUE;
 
@@ -175,3 +177,58 @@ DROP TRIGGER IF EXISTS job_delete_links ON :SCHEMA.job;
 CREATE TRIGGER job_delete_links AFTER DELETE ON :SCHEMA.job
 FOR EACH ROW WHEN (OLD.on_parent_failure IS NOT NULL)
 EXECUTE FUNCTION :SCHEMA.job_delete_links();
+
+-- A whole flow in one statement (src/queue/flow.ts): each job sent in order by send or
+-- send_after, exactly as separate statements of one transaction would (each statement of
+-- this function takes a fresh snapshot), so admission, keys and links are the same. Why:
+-- the locks a send takes (a queue's depth, a key) are held to the commit, and a flow sent
+-- statement by statement holds them across the client's round trips; one statement holds
+-- them only while the database works, so a spike of flows on one queue is not paced by the
+-- clients' event loops.
+--
+--   send_flow(jobs, data, now, notify, trace_context) → (ord, id, deduplicated) per job
+--
+-- `jobs` is a JSON array, in order, of {queue, key, singletonKey, runAt, delayMs, priority,
+-- maxAttempts, cost, timeoutMs, onParentFailure, parents}; `parents` lists {"ord": n} (the
+-- n-th job of this flow, from 1) or {"id": "…"} (a job outside it); `data[i]` is job i's
+-- payload.
+CREATE OR REPLACE FUNCTION :SCHEMA.send_flow(p_jobs jsonb, p_data jsonb[], p_now timestamptz, p_notify boolean, p_trace_context jsonb)
+RETURNS TABLE (ord integer, id bigint, deduplicated boolean) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  v_job jsonb;
+  v_ids bigint[] := '{}';
+  v_parents bigint[];
+  v_sent record;
+BEGIN
+  FOR i IN 1 .. jsonb_array_length(p_jobs) LOOP
+    v_job := p_jobs -> (i - 1);
+    v_parents := ARRAY(SELECT CASE WHEN p ? 'ord' THEN v_ids[(p ->> 'ord')::integer] ELSE (p ->> 'id')::bigint END
+                       FROM jsonb_array_elements(coalesce(v_job -> 'parents', '[]')) AS p);
+    IF cardinality(v_parents) > 0 THEN
+      SELECT s.id, s.deduplicated INTO v_sent
+      FROM :SCHEMA.send_after(
+        p_parents => v_parents, p_on_parent_failure => v_job ->> 'onParentFailure',
+        p_queue => v_job ->> 'queue', p_data => p_data[i], p_key => v_job ->> 'key',
+        p_singleton_key => v_job ->> 'singletonKey', p_run_at => (v_job ->> 'runAt')::timestamptz,
+        p_delay_ms => (v_job ->> 'delayMs')::double precision, p_priority => (v_job ->> 'priority')::integer,
+        p_max_attempts => (v_job ->> 'maxAttempts')::integer, p_now => p_now, p_notify => p_notify,
+        p_cost => (v_job ->> 'cost')::integer, p_timeout_ms => (v_job ->> 'timeoutMs')::integer,
+        p_trace_context => p_trace_context) s;
+    ELSE
+      SELECT s.id, s.deduplicated INTO v_sent
+      FROM :SCHEMA.send(
+        p_queue => v_job ->> 'queue', p_data => p_data[i], p_key => v_job ->> 'key',
+        p_singleton_key => v_job ->> 'singletonKey', p_run_at => (v_job ->> 'runAt')::timestamptz,
+        p_delay_ms => (v_job ->> 'delayMs')::double precision, p_priority => (v_job ->> 'priority')::integer,
+        p_max_attempts => (v_job ->> 'maxAttempts')::integer, p_now => p_now, p_notify => p_notify,
+        p_cost => (v_job ->> 'cost')::integer, p_timeout_ms => (v_job ->> 'timeoutMs')::integer,
+        p_trace_context => p_trace_context) s;
+    END IF;
+    v_ids := v_ids || v_sent.id;
+    ord := i;
+    id := v_sent.id;
+    deduplicated := v_sent.deduplicated;
+    RETURN NEXT;
+  END LOOP;
+END $$;

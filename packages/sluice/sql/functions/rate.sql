@@ -8,6 +8,42 @@
 --   key_start_at(queue row, key, cost, now) → when the key's next job (of that cost) may start
 --                                          (NULL: no bound holds it back)
 --   next_start_ms(queue, now)           → ms until the next job may start (0: now; NULL: no bound)
+--   report_cost(job, token, units)      → a running job's real cost, for its start too
+--   report_starts(ids, tokens, ages, now, in_claim) → a worker's report of when handlers began
+--   starts_ahead(queue row, now, room, limit) → the moments further starts may begin within
+--                                          the horizon (start_ahead_ms)
+--   key_start_ahead(queue row, key, now)  → the same for a key's next start (NULL: none
+--                                          within the horizon)
+--
+-- Judged where the handler runs. A start is the moment its handler began, not the moment
+-- its claim was recorded: the handlers of a batch begin tens of ms after their claim, and
+-- a count at the claim let the next batch's handlers crowd into the window of the last
+-- ones (62 in a second at a rate of 50). So a worker of this library (which says so with
+-- report_starts in the statement of each claim) has every start it claims reserved
+-- (job.start_reserved, counted in every window, as a job claimed ahead is) until it
+-- reports when the handler began; the report rides on its next statement (a claim, a
+-- completion, next_start_ms) or goes alone within 10 ms (src/worker/completer.ts), and
+-- records the start at the report's arrival less the handler's age on the worker's
+-- monotonic clock: never before the handler began (the statement cannot arrive before it
+-- was sent), late by the report's transit at most, and that only shortens the rate.
+-- Every window of the period, judged by the handlers' own start times, then holds no
+-- more than the rate, globally and per key, across processes: of any rate + 1 starts
+-- within one period, the last one admitted counted each other one, which was either
+-- recorded no earlier than its handler began, or reserved. The tolerance is the clock's:
+-- the worker's monotonic clock and the database's are assumed to run at the same speed
+-- (their offset does not matter). A start never reported (its process died, its report
+-- failed 8 times) is recorded as its job leaves `active`, which is later still.
+-- - Admitted ahead: near the bound, a reporting worker's claim on a rate takes the room
+--   that starts leaving the window free within the next start_ahead_ms (starts_ahead),
+--   each job at the moment its room frees (job.started_at); the answer says how long
+--   after it arrives the handler may begin, counted from the database's clock as the
+--   rows were made, so the answer's way back only delays it. The start is reserved
+--   meanwhile. So the claim's round trip and the wake-up are no longer paid between one
+--   start and the next: a window holds the rate less only the handlers' lateness.
+-- - Per key the same (key_start_ahead): a reporting worker's claim takes one job of a key
+--   whose window is full when one of its places frees within the horizon, to begin then.
+--   Not with a key budget (a cost decides there, not a place).
+-- - A pull worker's claims (no report) record their starts at the claim, as below.
 --
 -- Guarantees:
 -- - Exact across processes, on the database clock: claim() (claim.sql) counts a queue's
@@ -22,7 +58,7 @@
 --   reservation, read before the recorded starts (a start recorded in between is counted
 --   twice, never missed). It is recorded, in the same transaction that ends the
 --   reservation, when its slot is written (take_over_slots: a handed-over job began
---   before that statement) or when it leaves `active` (the trigger below; on a queue
+--   before that statement) or when it ends, from `claimed` or `active` (the trigger below; on a queue
 --   without a cap that is the only end). So every start counts in each window that holds
 --   the moment its handler began.
 -- - Grants: where a window has room for many claims (a rate without a budget), a claim
@@ -118,6 +154,144 @@ BEGIN
       AND g.granted_at <= j.started_at AND j.started_at < g.until AND p_at <= g.until);
 END $$;
 
+-- Whether this transaction's claims come from a worker that reports when its handlers
+-- begin (report_starts set it): their starts are then reserved until reported.
+CREATE OR REPLACE FUNCTION :SCHEMA.starts_reported() RETURNS boolean LANGUAGE sql STABLE AS $$
+  SELECT coalesce(current_setting('sluice.starts_reported', true) = 'on', false)
+$$;
+
+-- A worker's report of when its handlers began, riding on its next statement (a claim, a
+-- completion, the question of when the next start is allowed): p_ages_ms[i] is how long
+-- before the statement was sent the handler of job p_ids[i] began, on the worker's
+-- monotonic clock. Each reported start is recorded at statement_timestamp() (when the
+-- statement arrived, so no earlier than it was sent) less its age: never before the
+-- handler really began, late by the statement's transit at most. The reservation ends in
+-- the same statement. With p_in_claim (the report rides on a claim), a start its worker's
+-- grant covers (claimed in it, and begun by its end) needs no record: only this worker's
+-- claims end its grant early (grant_starts), one at a time and each after the report it
+-- carries, so the grant's end is never moved before a start it covered. Elsewhere (a
+-- flush that may run beside a claim) every start is recorded, counted twice at worst. Fenced by the lease tokens: a job swept or given back in
+-- between had its start recorded as it left `active`.
+--
+-- Marks the transaction as a reporting worker's (starts_reported): its claims reserve
+-- every start until reported. With p_ids NULL (a pull worker: its handlers run where
+-- nothing reports them) it marks nothing, and claims record their starts as they claim.
+-- Returns p_now, so that a statement can make its claim depend on (and follow) it.
+-- (No SET clause: it would undo the transaction-local setting when the function returns.)
+CREATE OR REPLACE FUNCTION :SCHEMA.report_starts(
+  p_ids bigint[], p_tokens uuid[], p_ages_ms integer[], p_now timestamptz, p_in_claim boolean)
+RETURNS timestamptz LANGUAGE plpgsql AS $$
+DECLARE
+  v_at timestamptz := coalesce(p_now, statement_timestamp());
+BEGIN
+  IF p_ids IS NULL THEN
+    RETURN p_now;
+  END IF;
+  PERFORM set_config('sluice.starts_reported', 'on', true);
+  IF cardinality(p_ids) > 0 THEN
+    -- state::text: see the note at the top of queries/worker.sql.
+    WITH reported AS (
+      UPDATE :SCHEMA.job j SET start_reserved = NULL
+      FROM unnest(p_ids, p_tokens, p_ages_ms) AS a(id, token, age_ms)
+      WHERE j.id = a.id AND j.lease_token = a.token AND j.state::text IN ('active', 'claimed') AND j.start_reserved
+      RETURNING j.id, j.queue, j.key, j.cost, j.worker_id, j.started_at,
+                greatest(j.started_at, v_at - greatest(a.age_ms, 0) * interval '1 millisecond') AS began
+    )
+    INSERT INTO :SCHEMA.job_start (queue, started_at, units, job_id, key)
+    SELECT r.queue, r.began, r.cost, r.id,
+           CASE WHEN q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL THEN r.key END
+    FROM reported r JOIN :SCHEMA.queue q ON q.name = r.queue
+    WHERE NOT (p_in_claim AND EXISTS (
+      SELECT 1 FROM :SCHEMA.rate_grant g
+      WHERE g.queue = r.queue AND g.worker_id = r.worker_id
+        AND g.granted_at <= r.started_at AND r.started_at < g.until AND r.began <= g.until));
+  END IF;
+  RETURN p_now;
+END $$;
+
+-- A running job's real cost, reported by its handler (fenced by its lease token; NULL when
+-- the token no longer holds it): the job's cost from now on, and what its current start
+-- counts against the budget. Two statements, not one: a report of the job's start
+-- (report_starts, from the same worker's other connection) may commit while this one
+-- waits for the job's row, and only a statement begun after that sees the start it
+-- recorded (with the claimed cost); a single statement's snapshot missed it, so the
+-- budget counted the claimed cost.
+CREATE OR REPLACE FUNCTION :SCHEMA.report_cost(p_id bigint, p_token uuid, p_units integer)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  v_queue text;
+  v_started timestamptz;
+BEGIN
+  UPDATE :SCHEMA.job SET cost = p_units
+  WHERE id = p_id AND lease_token = p_token AND state IN ('active', 'claimed')
+  RETURNING queue, started_at INTO v_queue, v_started;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  -- A job claimed ahead is recorded when it got its slot: at or after its claim.
+  UPDATE :SCHEMA.job_start s SET units = p_units
+  WHERE s.queue = v_queue AND s.started_at >= v_started AND s.job_id = p_id;
+  RETURN p_id;
+END $$;
+
+-- How far ahead a reporting worker's claim may admit starts (starts_ahead), in ms: a claim
+-- sent this long before a start leaves the window takes its room, so that the round trip
+-- and the wake-up no longer stand between one start and the next.
+CREATE OR REPLACE FUNCTION :SCHEMA.start_ahead_ms() RETURNS integer LANGUAGE sql IMMUTABLE AS 'SELECT 250';
+
+-- Starts admitted ahead, for a claim of a reporting worker on a queue with a rate (its
+-- room now is p_room, possibly below 0; it wants up to p_limit): beyond the room now, the
+-- moments within the horizon at which further starts may begin, one per start that
+-- leaves the window by then, oldest first (a start at t leaves it just after t + period).
+-- The job admitted at such a moment is reserved like any other until its worker reports
+-- when its handler began, which is never before that moment (the worker waits for it):
+-- so each window judged by handler starts holds no more than the rate, the reservation
+-- counting in every window until the report.
+CREATE OR REPLACE FUNCTION :SCHEMA.starts_ahead(q :SCHEMA.queue, p_now timestamptz, p_room integer, p_limit integer)
+RETURNS timestamptz[] LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  IF p_limit <= greatest(p_room, 0) THEN
+    RETURN '{}';
+  END IF;
+  RETURN ARRAY(
+    SELECT x.at FROM (
+      SELECT u.t + q.rate_period_ms * interval '1 millisecond' + interval '1 microsecond' AS at
+      FROM (SELECT s.started_at AS t FROM :SCHEMA.job_start s
+            WHERE s.queue = q.name AND s.started_at >= p_now - q.rate_period_ms * interval '1 millisecond'
+            UNION ALL
+            -- A grant counts as its starts at its end (as in next_start_ms).
+            SELECT g.until FROM :SCHEMA.rate_grant g, generate_series(1, g.jobs)
+            WHERE g.queue = q.name AND g.until >= p_now - q.rate_period_ms * interval '1 millisecond') u
+      ORDER BY u.t
+      OFFSET greatest(-p_room, 0) LIMIT p_limit - greatest(p_room, 0)
+    ) x
+    WHERE x.at <= p_now + :SCHEMA.start_ahead_ms() * interval '1 millisecond'
+    ORDER BY x.at);
+END $$;
+
+-- When a key's next start may begin, if a place of its window frees within the horizon
+-- (NULL otherwise, or while it has room now). As starts_ahead for the queue: the key's
+-- reserved starts hold a place in every window, so the place is the one its
+-- (reserved + recorded - count + 1)-th oldest recorded start leaves: after it, the window
+-- holds count - 1 others at most.
+CREATE OR REPLACE FUNCTION :SCHEMA.key_start_ahead(q :SCHEMA.queue, p_key text, p_now timestamptz)
+RETURNS timestamptz LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  v_room integer;
+  v_at timestamptz;
+BEGIN
+  SELECT r.jobs INTO v_room FROM :SCHEMA.key_start_room(q, p_key, p_now) r;
+  IF v_room IS NULL OR v_room > 0 THEN
+    RETURN NULL;
+  END IF;
+  SELECT s.started_at + q.key_rate_period_ms * interval '1 millisecond' + interval '1 microsecond' INTO v_at
+  FROM :SCHEMA.job_start s
+  WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_rate_period_ms * interval '1 millisecond'
+  ORDER BY s.started_at
+  OFFSET -v_room LIMIT 1;
+  RETURN CASE WHEN v_at <= p_now + :SCHEMA.start_ahead_ms() * interval '1 millisecond' THEN v_at END;
+END $$;
+
 -- Starts reserved and not yet recorded: jobs claimed ahead, still waiting for a slot
 -- (job.start_reserved; also after the cap was lifted or the rate removed: they may still
 -- begin).
@@ -125,12 +299,12 @@ CREATE OR REPLACE FUNCTION :SCHEMA.reserved_starts(q :SCHEMA.queue, OUT jobs int
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
   SELECT count(*)::integer, coalesce(sum(j.cost), 0)::bigint INTO jobs, units FROM :SCHEMA.job j
-  WHERE j.queue = q.name AND j.state = 'active' AND j.start_reserved;
+  WHERE j.queue = q.name AND j.state IN ('active', 'claimed') AND j.start_reserved;
 END $$;
 
--- A job claimed ahead that leaves `active` still waiting for its slot (it completed or
--- failed before its move was written, was swept, cancelled or given back) has its start
--- recorded as it leaves, unless its grant covers it: its handler may have begun (a job
+-- A job whose start is still reserved that ends, `claimed` (still waiting for its slot: it
+-- completed or failed before its move was written, was swept, cancelled or given back) or
+-- `active`, has its start recorded as it leaves, unless its grant covers it: its handler may have begun (a job
 -- given back unstarted counts too, which only errs on the safe side). A completion that
 -- finds the grant covering it clears the reservation itself (complete_and_claim), so
 -- the trigger does not fire.
@@ -141,7 +315,10 @@ BEGIN
   IF NOT EXISTS (SELECT 1 FROM :SCHEMA.rate_grant g
                      WHERE g.queue = NEW.queue AND g.worker_id = NEW.worker_id
                        AND g.granted_at <= NEW.started_at AND NEW.started_at < g.until AND now() <= g.until) THEN
-    INSERT INTO :SCHEMA.job_start (queue, started_at, units, job_id) VALUES (NEW.queue, now(), NEW.cost, NEW.id);
+    INSERT INTO :SCHEMA.job_start (queue, started_at, units, job_id, key)
+    SELECT NEW.queue, now(), NEW.cost, NEW.id,
+           CASE WHEN q.key_rate_count IS NOT NULL OR q.key_budget_units IS NOT NULL THEN NEW.key END
+    FROM :SCHEMA.queue q WHERE q.name = NEW.queue;
   END IF;
   RETURN NEW;
 END $$;
@@ -149,20 +326,37 @@ END $$;
 DROP TRIGGER IF EXISTS job_record_reserved_start ON :SCHEMA.job;
 CREATE TRIGGER job_record_reserved_start BEFORE UPDATE OF state ON :SCHEMA.job
 -- Only such jobs fire it (job.start_reserved): the other state changes pay one test.
-FOR EACH ROW WHEN (OLD.start_reserved AND NEW.start_reserved AND OLD.state = 'active' AND NEW.state <> 'active')
+FOR EACH ROW WHEN (OLD.start_reserved AND NEW.start_reserved AND OLD.state IN ('active', 'claimed') AND NEW.state NOT IN ('active', 'claimed'))
 EXECUTE FUNCTION :SCHEMA.job_record_reserved_start();
 
 CREATE OR REPLACE FUNCTION :SCHEMA.key_start_room(q :SCHEMA.queue, p_key text, p_now timestamptz, OUT jobs integer, OUT units bigint)
 LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  v_reserved integer;
+  v_reserved_units bigint;
 BEGIN
+  IF q.key_rate_count IS NULL AND q.key_budget_units IS NULL THEN
+    RETURN;
+  END IF;
+  -- The key's reserved starts first (read before the recorded ones, as in start_room).
+  SELECT r.jobs, r.units INTO v_reserved, v_reserved_units FROM :SCHEMA.key_reserved_starts(q, p_key) r;
   IF q.key_rate_count IS NOT NULL THEN
-    SELECT q.key_rate_count - count(*) INTO jobs FROM :SCHEMA.job_start s
+    SELECT q.key_rate_count - v_reserved - count(*) INTO jobs FROM :SCHEMA.job_start s
     WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_rate_period_ms * interval '1 millisecond';
   END IF;
   IF q.key_budget_units IS NOT NULL THEN
-    SELECT q.key_budget_units - coalesce(sum(s.units), 0) INTO units FROM :SCHEMA.job_start s
+    SELECT q.key_budget_units - v_reserved_units - coalesce(sum(s.units), 0) INTO units FROM :SCHEMA.job_start s
     WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_budget_period_ms * interval '1 millisecond';
   END IF;
+END $$;
+
+-- A key's starts reserved and not yet recorded: its jobs claimed by a worker that reports
+-- when their handlers began (report_starts), not reported yet.
+CREATE OR REPLACE FUNCTION :SCHEMA.key_reserved_starts(q :SCHEMA.queue, p_key text, OUT jobs integer, OUT units bigint)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  SELECT count(*)::integer, coalesce(sum(j.cost), 0)::bigint INTO jobs, units FROM :SCHEMA.job j
+  WHERE j.queue = q.name AND j.state IN ('active', 'claimed') AND j.key = p_key AND j.start_reserved;
 END $$;
 
 -- When a key's rate and budget let its next job start: once the starts that keep its
@@ -172,21 +366,29 @@ RETURNS timestamptz LANGUAGE plpgsql STABLE AS $$
 DECLARE
   v_rate_at timestamptz;
   v_budget_at timestamptz;
+  v_reserved integer;
+  v_reserved_units bigint;
 BEGIN
-  IF q.key_rate_count IS NOT NULL THEN
+  -- Reserved starts (not reported yet) count as starts now: the earliest they can be.
+  SELECT r.jobs, r.units INTO v_reserved, v_reserved_units FROM :SCHEMA.key_reserved_starts(q, p_key) r;
+  IF q.key_rate_count IS NOT NULL AND v_reserved >= q.key_rate_count THEN
+    v_rate_at := p_now + q.key_rate_period_ms * interval '1 millisecond';
+  ELSIF q.key_rate_count IS NOT NULL THEN
     SELECT s.started_at + q.key_rate_period_ms * interval '1 millisecond' INTO v_rate_at
     FROM :SCHEMA.job_start s
     WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_rate_period_ms * interval '1 millisecond'
-    ORDER BY s.started_at DESC OFFSET q.key_rate_count - 1 LIMIT 1;
+    ORDER BY s.started_at DESC OFFSET q.key_rate_count - 1 - v_reserved LIMIT 1;
   END IF;
-  IF q.key_budget_units IS NOT NULL THEN
+  IF q.key_budget_units IS NOT NULL AND v_reserved_units + p_cost > q.key_budget_units THEN
+    v_budget_at := p_now + q.key_budget_period_ms * interval '1 millisecond';
+  ELSIF q.key_budget_units IS NOT NULL THEN
     SELECT x.started_at + q.key_budget_period_ms * interval '1 millisecond' INTO v_budget_at
     FROM (
       SELECT s.started_at, sum(s.units) OVER (ORDER BY s.started_at DESC, s.job_id DESC) AS newer
       FROM :SCHEMA.job_start s
       WHERE s.queue = q.name AND s.key = p_key AND s.started_at >= p_now - q.key_budget_period_ms * interval '1 millisecond'
     ) x
-    WHERE x.newer + p_cost > q.key_budget_units
+    WHERE x.newer + v_reserved_units + p_cost > q.key_budget_units
     ORDER BY x.started_at DESC LIMIT 1;
   END IF;
   RETURN greatest(v_rate_at, v_budget_at);
@@ -219,8 +421,10 @@ DECLARE
   v_at timestamptz;
   v_reserved integer;
   v_reserved_units bigint;
+  v_key_ahead boolean;
 BEGIN
   SELECT * INTO q FROM :SCHEMA.queue WHERE name = p_queue;
+  v_key_ahead := :SCHEMA.starts_reported() AND p_now IS NULL AND q.key_rate_count IS NOT NULL AND q.key_budget_units IS NULL;
   IF q.name IS NULL OR (q.rate_count IS NULL AND q.budget_units IS NULL
                         AND q.key_rate_count IS NULL AND q.key_budget_units IS NULL) THEN
     RETURN NULL;
@@ -281,15 +485,26 @@ BEGIN
       CONTINUE WHEN v_run_at > v_now AND NOT :SCHEMA.key_has_ready_job(p_queue, v_key, v_priority, v_now);
       CONTINUE WHEN q.per_key_concurrency IS NOT NULL AND (
         SELECT count(*) FROM :SCHEMA.job a
-        WHERE a.queue = p_queue AND a.state = 'active' AND a.key = v_key) >= q.per_key_concurrency;
+        WHERE a.queue = p_queue AND a.state IN ('active', 'claimed') AND a.key = v_key) >= q.per_key_concurrency;
       -- A key whose first job is not due: its due one's cost is not read (1 is the earliest).
       v_at := coalesce(:SCHEMA.key_start_at(q, v_key, CASE WHEN v_run_at <= v_now THEN v_cost ELSE 1 END, v_now), v_now);
+      IF v_key_ahead AND v_run_at <= v_now THEN
+        -- A reporting worker's claim admits the key's next start a horizon early.
+        v_at := greatest(v_at - :SCHEMA.start_ahead_ms() * interval '1 millisecond', v_now);
+      END IF;
       v_key_at := least(v_key_at, v_at);
       IF v_key_at <= v_now THEN
         v_key_at := NULL; -- a key may start now
         EXIT;
       END IF;
     END LOOP;
+  END IF;
+  -- A reporting worker claims a horizon early on a rate alone: its claim admits starts
+  -- ahead (starts_ahead), each at the moment its room frees.
+  IF :SCHEMA.starts_reported() AND p_now IS NULL AND v_rate_at IS NOT NULL
+     AND v_rate_at >= coalesce(greatest(v_budget_at, v_key_at), v_rate_at) THEN
+    v_rate_at := greatest(v_rate_at - :SCHEMA.start_ahead_ms() * interval '1 millisecond',
+                          coalesce(greatest(v_budget_at, v_key_at), v_now));
   END IF;
   RETURN greatest(0, ceil(extract(epoch FROM greatest(v_rate_at, v_budget_at, v_key_at) - v_now) * 1000) + 1)::integer;
 END $$;
@@ -309,7 +524,7 @@ BEGIN
   PERFORM pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.rate'), hashtext(NEW.name));
   INSERT INTO :SCHEMA.job_start (queue, started_at, units, job_id)
   SELECT NEW.name, j.started_at, j.cost, j.id
-  FROM (SELECT * FROM :SCHEMA.job a WHERE a.queue = NEW.name AND a.state = 'active'
+  FROM (SELECT * FROM :SCHEMA.job a WHERE a.queue = NEW.name AND a.state IN ('active', 'claimed')
         UNION ALL
         SELECT * FROM :SCHEMA.job f
         WHERE f.queue = NEW.name AND f.state IN ('completed', 'cancelled', 'dead') AND f.finished_at >= v_from) j

@@ -57,7 +57,7 @@ BEGIN
                  END,
         lease_token = NULL, lease_expires_at = NULL
     FROM input c, :SCHEMA.queue q
-    WHERE j.id = c.id AND (c.token IS NULL OR j.lease_token = c.token) AND j.state::text = 'active' AND q.name = j.queue
+    WHERE j.id = c.id AND (c.token IS NULL OR j.lease_token = c.token) AND j.state::text IN ('active', 'claimed') AND q.name = j.queue
     RETURNING j.*
   ), dead_lettered AS (
     INSERT INTO :SCHEMA.job (queue, data, max_attempts, run_at, created_at, trace_context)
@@ -95,5 +95,10 @@ BEGIN
   IF cardinality(v_ids) > 0 OR cardinality(v_parents) > 0 THEN
     PERFORM :SCHEMA.job_ends(v_ids, v_queues, v_events, v_parents, v_now, p_notify);
   END IF;
+  -- The library sends this statement on its own; a dead letter's queue counts too (durability.sql).
+  PERFORM :SCHEMA.commit_as(ARRAY(
+    SELECT r.queue FROM unnest(v_rows) r
+    UNION SELECT q.dead_letter_queue FROM unnest(v_rows) r JOIN :SCHEMA.queue q ON q.name = r.queue
+          WHERE r.state = 'dead' AND q.dead_letter_queue IS NOT NULL), true);
   RETURN QUERY SELECT * FROM unnest(v_rows);
 END $$;

@@ -1,22 +1,25 @@
--- Cap slots: a queue with `concurrency = N` owns slot rows 1..N, and a job runs only while
--- it holds one. Active jobs of a capped queue that hold slots therefore never outnumber N,
--- exactly, while claimers take different slots in parallel.
+-- Cap slots: a queue with `concurrency = N` owns slot rows 1..N, and a job is `active` on it
+-- only while it holds one. Active jobs of a capped queue therefore never outnumber N,
+-- exactly (`count(*) … WHERE state = 'active'` reads it so), while claimers take different
+-- slots in parallel.
 --
 --   free (job_id NULL) ──claim / promotion──▶ held (job_id = the job) ──job leaves active──▶ free
 --                         ▲
---   claimed ahead (active, slot 0) ──hand-over: the slot of a job of the same worker that
---                                    completed, moved in the statement writing the completion
+--   claimed (slot 0) ──hand-over: the slot of a job of the same worker that completed,
+--                      moved in the statement writing the completion
 --
 -- - A job leaves `active` and frees its slot in the same transaction (the trigger below,
 --   so every path does: complete, fail, sweep, cancel, release).
--- - A job claimed ahead of its worker's free local slots is `active` with `slot = 0`:
+-- - A job claimed ahead of its worker's free local slots is `claimed`, with `slot = 0`:
 --   leased (the sweeper takes it back if its worker dies) but outside the cap. It runs only
 --   once it holds a slot: by hand-over (the worker starts it in the slot a completed job
 --   of its own still holds in the table, and the statement writing that completion moves
---   the slot to it) or by promotion (the worker asks for a free slot for it). Until a move
---   is written the table counts the completed job in that slot, so slots held never fall
---   below handlers running.
--- - A move is fenced by the waiting job's lease token and needs `slot = 0`; moves lock
+--   the slot to it) or by promotion (the worker asks for a free slot for it); either makes
+--   it `active`. Until a move is written the table counts the completed job in that slot,
+--   so slots held never fall below handlers running. A job started by hand-over may end
+--   before its move is written: it leaves `claimed` for its end, and the slot in hand goes
+--   on to the next.
+-- - A move is fenced by the waiting job's lease token and needs `claimed`; moves lock
 --   their jobs in id order, as every batch of results does, so two statements never take
 --   their common rows in opposite orders.
 -- - On a queue with a rate or a budget, a move records the start its job reserved when it
@@ -133,7 +136,7 @@ BEGIN
     SELECT l.id FROM (
       SELECT j.id, w.pos FROM :SCHEMA.job j
       JOIN unnest(p_ids, p_tokens) WITH ORDINALITY AS w(id, token, pos) ON w.id = j.id
-      WHERE j.id = ANY (p_ids) AND j.lease_token = w.token AND j.state::text = 'active' AND j.slot = 0
+      WHERE j.id = ANY (p_ids) AND j.lease_token = w.token AND j.state::text = 'claimed'
       ORDER BY j.id
       FOR UPDATE OF j) l
     ORDER BY l.pos);
@@ -145,7 +148,7 @@ BEGIN
     IF q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL THEN
       PERFORM :SCHEMA.record_reserved_starts(p_queue, v_waiting, coalesce(p_now, now()));
     END IF;
-    UPDATE :SCHEMA.job SET slot = NULL, start_reserved = NULL WHERE id = ANY (v_waiting);
+    UPDATE :SCHEMA.job SET state = 'active', slot = NULL, start_reserved = NULL WHERE id = ANY (v_waiting);
     moved := v_waiting;
     RETURN;
   END IF;
@@ -165,10 +168,11 @@ BEGIN
   WHERE s.queue = p_queue AND s.n = a.n;
   -- Reserved starts (a rate or a budget, rate.sql), recorded with the moves: a job handed
   -- over began before this statement was sent, one promoted begins after it.
-  IF q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL THEN
+  -- A worker that reports when its handlers begin keeps them reserved until it does.
+  IF (q.rate_count IS NOT NULL OR q.budget_units IS NOT NULL) AND NOT :SCHEMA.starts_reported() THEN
     PERFORM :SCHEMA.record_reserved_starts(p_queue, v_waiting[1:v_n], coalesce(p_now, now()));
   END IF;
-  UPDATE :SCHEMA.job j SET slot = a.n, start_reserved = NULL
+  UPDATE :SCHEMA.job j SET state = 'active', slot = a.n, start_reserved = CASE WHEN :SCHEMA.starts_reported() THEN j.start_reserved END
   FROM unnest(v_slots[1:v_n], v_waiting[1:v_n]) AS a(n, job_id)
   WHERE j.id = a.job_id;
   moved := v_waiting[1:v_n];

@@ -12,6 +12,7 @@
 --   jobs, in claim order, whose running total of cost fits the budget's room (a job that
 --   does not fit holds back the jobs behind it). All the ready jobs while a window is full;
 --   NULL without a rate and a budget. Caps, per-key limits and pauses are not counted here.
+--   Past count_bound() ready jobs, an estimate (counts.sql), as the ready count is.
 -- - A read of the table at `now`, without the queue's rate lock: a claim running at the
 --   same time may have started jobs it does not see yet.
 
@@ -30,8 +31,8 @@ BEGIN
   SELECT r.jobs, r.units INTO v_room, v_units FROM :SCHEMA.start_room(q, p_now) r;
   window_starts := q.rate_count - v_room;
   window_units := q.budget_units - v_units;
-  SELECT count(*) INTO v_ready FROM :SCHEMA.job j
-  WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= p_now;
+  -- Bounded as stats' own counts are (counts.sql): past the bound, an estimate.
+  v_ready := :SCHEMA.ready_count(q.name, p_now);
   v_fit := least(v_ready, greatest(coalesce(v_room, v_ready), 0));
   IF v_units IS NOT NULL AND v_fit > 0 THEN
     -- Every job costs at least 1: no more than v_units of them can fit.

@@ -54,7 +54,7 @@ WITH candidates AS (
   WHERE j.id = r.id
     AND (r.singleton_key IS NULL OR (r.rn = 1 AND NOT EXISTS (
           SELECT 1 FROM :SCHEMA.job o
-          WHERE o.queue = r.queue AND o.singleton_key = r.singleton_key AND o.state IN ('pending', 'active'))))
+          WHERE o.queue = r.queue AND o.singleton_key = r.singleton_key AND o.state IN ('pending', 'active', 'claimed'))))
   RETURNING j.id, j.queue
 ), woken AS (
   SELECT pg_notify(':CHANNEL', q.queue) FROM (SELECT DISTINCT queue FROM replayed) q WHERE $8::boolean

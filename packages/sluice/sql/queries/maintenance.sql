@@ -14,7 +14,7 @@ SELECT pg_advisory_unlock(hashtext(':SCHEMA_NAME.maintenance'));
 -- sql/functions/retry.sql), freeing their capacity slots.
 SELECT * FROM :SCHEMA.retry_or_dead(
   ARRAY(SELECT id FROM :SCHEMA.job
-        WHERE state = 'active' AND lease_expires_at < coalesce($1::timestamptz, now())
+        WHERE state IN ('active', 'claimed') AND lease_expires_at < coalesce($1::timestamptz, now())
         ORDER BY lease_expires_at
         LIMIT $2
         FOR UPDATE SKIP LOCKED),
@@ -45,11 +45,13 @@ WITH stray AS (
 SELECT f.queue, f.n, f.job_id::text AS job_id FROM freed f, (SELECT count(*) FROM woken) w;
 
 -- name: JobDeleteFinished
--- Retention: delete a batch of finished jobs of one queue and state older than the cutoff.
+-- Retention: delete a batch of finished jobs of one queue and state older than the cutoff,
+-- but for jobs still holding their singleton key over its period (sql/functions/unique.sql).
 DELETE FROM :SCHEMA.job
 WHERE id IN (
   SELECT id FROM :SCHEMA.job
   WHERE queue = $1 AND state = $2::text:::SCHEMA.job_state AND finished_at < $3::timestamptz
+    AND (singleton_until IS NULL OR singleton_until <= coalesce($5::timestamptz, now()))
   ORDER BY finished_at
   LIMIT $4
   FOR UPDATE SKIP LOCKED
@@ -64,6 +66,7 @@ WITH moved AS (
   WHERE id IN (
     SELECT id FROM :SCHEMA.job
     WHERE queue = $1 AND state = $2::text:::SCHEMA.job_state AND finished_at < $3::timestamptz
+      AND (singleton_until IS NULL OR singleton_until <= coalesce($5::timestamptz, now()))
     ORDER BY finished_at
     LIMIT $4
     FOR UPDATE SKIP LOCKED

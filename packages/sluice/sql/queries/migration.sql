@@ -26,6 +26,11 @@ SELECT file, checksum FROM :SCHEMA.migration_function;
 INSERT INTO :SCHEMA.migration_function (file, checksum) VALUES ($1, $2)
 ON CONFLICT (file) DO UPDATE SET checksum = excluded.checksum, applied_at = now();
 
+-- name: MigrationFunctionForget
+-- Files this release does not have (a newer or older one did): what is recorded is then
+-- exactly the set applied, which instances compare with their own (src/db/function-set.ts).
+DELETE FROM :SCHEMA.migration_function WHERE NOT (file = ANY ($1::text[]));
+
 -- name: MigrationLock
 -- Transaction-scoped: released by the COMMIT or ROLLBACK of the migration's transaction.
 SELECT pg_advisory_xact_lock(hashtext(':SCHEMA_NAME.migrate'));

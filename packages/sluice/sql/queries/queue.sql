@@ -1,14 +1,20 @@
 -- Queue policies (src/queue/queues.ts).
 
 -- name: QueuePut
+-- $1: the queue's policy as its row's columns by name (validate.ts, policyRow), every one
+-- of those listed here given; the others keep their defaults.
 INSERT INTO :SCHEMA.queue AS q (
   name, concurrency, per_key_concurrency, max_per_key, max_pending, max_attempts,
   backoff_base_ms, backoff_max_ms, backoff_jitter, lease_seconds, retry_after_seconds, paused,
   retain_completed_seconds, retain_cancelled_seconds, retain_dead_seconds, archive, dead_letter_queue,
   rate_count, rate_period_ms, budget_units, budget_period_ms, max_wait_ms,
-  key_rate_count, key_rate_period_ms, key_budget_units, key_budget_period_ms)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22,
-        $23, $24, $25, $26)
+  key_rate_count, key_rate_period_ms, key_budget_units, key_budget_period_ms, durability)
+SELECT r.name, r.concurrency, r.per_key_concurrency, r.max_per_key, r.max_pending, r.max_attempts,
+  r.backoff_base_ms, r.backoff_max_ms, r.backoff_jitter, r.lease_seconds, r.retry_after_seconds, r.paused,
+  r.retain_completed_seconds, r.retain_cancelled_seconds, r.retain_dead_seconds, r.archive, r.dead_letter_queue,
+  r.rate_count, r.rate_period_ms, r.budget_units, r.budget_period_ms, r.max_wait_ms,
+  r.key_rate_count, r.key_rate_period_ms, r.key_budget_units, r.key_budget_period_ms, r.durability
+FROM jsonb_populate_record(NULL:::SCHEMA.queue, $1::jsonb) r
 ON CONFLICT (name) DO UPDATE SET
   concurrency = excluded.concurrency,
   per_key_concurrency = excluded.per_key_concurrency,
@@ -35,6 +41,7 @@ ON CONFLICT (name) DO UPDATE SET
   key_rate_period_ms = excluded.key_rate_period_ms,
   key_budget_units = excluded.key_budget_units,
   key_budget_period_ms = excluded.key_budget_period_ms,
+  durability = excluded.durability,
   updated_at = now()
 RETURNING q.*;
 
@@ -51,41 +58,26 @@ UPDATE :SCHEMA.queue SET paused = $2, updated_at = now() WHERE name = $1 RETURNI
 SELECT pg_notify(':CHANNEL', $1);
 
 -- name: QueueStats
--- Each count reads one partial index; completed/dead/cancelled read the finished index.
-SELECT
-  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'pending' AND run_at <= coalesce($2::timestamptz, now())) AS ready,
-  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'pending' AND run_at > coalesce($2::timestamptz, now())) AS scheduled,
-  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND waiting_parents IS NOT NULL AND state = 'waiting') AS waiting,
-  -- Jobs claimed ahead on a capped queue wait for a slot (slot 0, sql/functions/slots.sql): not active yet.
-  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'active' AND slot IS DISTINCT FROM 0) AS active,
-  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'active' AND slot = 0) AS claimed_ahead,
-  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'completed') AS completed,
-  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'cancelled') AS cancelled,
-  (SELECT count(*) FROM :SCHEMA.job WHERE queue = $1 AND state = 'dead') AS dead,
-  (SELECT extract(epoch FROM coalesce($2::timestamptz, now()) - min(run_at))
-     FROM :SCHEMA.job WHERE queue = $1 AND state = 'pending' AND run_at <= coalesce($2::timestamptz, now())) AS oldest_ready_age_seconds,
+-- Each count bounded in cost, past count_bound() an estimate named in `estimated`
+-- (queue_counts, sql/functions/counts.sql).
+SELECT c.*,
   -- What the rate and the budget have used of their windows, and the ready jobs they hold
   -- back (sql/functions/use.sql): NULL without them.
   u.window_starts, u.window_units, u.held
 FROM :SCHEMA.queue q
+CROSS JOIN LATERAL :SCHEMA.queue_counts(q.name, coalesce($2::timestamptz, now()), true) c
 LEFT JOIN LATERAL :SCHEMA.start_use(q, coalesce($2::timestamptz, now())) u ON true
 WHERE q.name = $1;
 
 -- name: MetricsSnapshot
--- Every queue's gauges in one statement, each count read from a partial index.
--- Completed and cancelled totals are counters of the processes, not gauges (counting
--- a large finished set at every scrape would not be cheap).
+-- Every queue's gauges in one statement, each bounded in cost (queue_counts,
+-- sql/functions/counts.sql). Completed and cancelled totals are counters of the
+-- processes, not gauges.
 SELECT q.name, q.concurrency, q.paused, q.rate_count, q.budget_units,
   u.window_starts AS rate_window_starts, u.window_units AS budget_window_units, u.held AS rate_held_jobs,
-  (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= now()) AS ready,
-  (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at > now()) AS scheduled,
-  (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.waiting_parents IS NOT NULL AND j.state = 'waiting') AS waiting,
-  (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'active' AND j.slot IS DISTINCT FROM 0) AS active,
-  (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'active' AND j.slot = 0) AS claimed_ahead,
-  (SELECT count(*) FROM :SCHEMA.job j WHERE j.queue = q.name AND j.state = 'dead') AS dead,
-  (SELECT coalesce(extract(epoch FROM now() - min(j.run_at)), 0) FROM :SCHEMA.job j
-     WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= now()) AS oldest_ready_age_seconds
+  c.ready, c.scheduled, c.waiting, c.active, c.claimed_ahead, c.dead, c.oldest_ready_age_seconds
 FROM :SCHEMA.queue q
+CROSS JOIN LATERAL :SCHEMA.queue_counts(q.name, now(), false) c
 -- What the rate and the budget have used of their current windows, and the ready jobs they
 -- hold back (use.sql): NULL without them.
 LEFT JOIN LATERAL :SCHEMA.start_use(q, now()) u ON true

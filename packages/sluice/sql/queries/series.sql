@@ -22,19 +22,12 @@ ON CONFLICT (queue, minute) DO UPDATE SET
 -- Every queue's gauges into the current minute: running (active jobs, claimed-ahead ones
 -- excluded) and lag keep the largest sample of the minute, ready depth the last one.
 INSERT INTO :SCHEMA.queue_minute AS m (queue, minute, running, cap, ready, lag_ms)
-SELECT q.name, date_trunc('minute', t.now), a.running, q.concurrency, p.ready, p.lag_ms
+SELECT q.name, date_trunc('minute', t.now), c.active::integer, q.concurrency,
+  least(c.ready, 2147483647)::integer, floor(c.oldest_ready_age_seconds * 1000)::bigint
 FROM :SCHEMA.queue q
 CROSS JOIN (SELECT coalesce($1::timestamptz, now()) AS now) t
-CROSS JOIN LATERAL (
-  SELECT count(*)::integer AS running FROM :SCHEMA.job j
-  WHERE j.queue = q.name AND j.state = 'active' AND j.slot IS DISTINCT FROM 0
-) a
--- Ready depth and lag from one pass over the queue's ready jobs.
-CROSS JOIN LATERAL (
-  SELECT count(*)::integer AS ready, coalesce(floor(extract(epoch FROM t.now - min(j.run_at)) * 1000), 0)::bigint AS lag_ms
-  FROM :SCHEMA.job j
-  WHERE j.queue = q.name AND j.state = 'pending' AND j.run_at <= t.now
-) p
+-- Bounded in cost: past count_bound() ready jobs, the depth is an estimate (sql/functions/counts.sql).
+CROSS JOIN LATERAL :SCHEMA.queue_counts(q.name, t.now, false) c
 ORDER BY q.name
 ON CONFLICT (queue, minute) DO UPDATE SET
   running = greatest(m.running, excluded.running),

@@ -7,13 +7,26 @@
 -- claimed since the last vacuum) instead of looking the ids up by primary key.
 
 -- name: JobClaim
--- $5: jobs wanted ahead of free slots (granted only with room to spare on a capped queue).
+-- values: queue, limit, workerId, now, ahead, reportIds, reportTokens, reportAgesMs
+-- @ahead: jobs wanted ahead of free slots (granted only with room to spare on a capped queue).
 -- On a queue without caps it commits without waiting for its WAL flush (lone_claim, sql/functions/claim.sql).
-SELECT * FROM :SCHEMA.lone_claim($1, $2, $3, $4, $5);
+-- @reportIds, @reportTokens, @reportAgesMs: the worker's report of when its handlers began
+-- (report_starts, sql/functions/rate.sql), written first; NULL for a pull worker, whose
+-- starts are recorded as it claims.
+-- `start_in_ms`: a start admitted ahead (starts_ahead, sql/functions/rate.sql) begins no sooner
+-- than this long after the answer arrives (counted from the database's clock as the rows are
+-- sent, so the answer's way back only adds to it).
+SELECT c.*, CASE WHEN r.now IS NULL THEN (extract(epoch FROM c.started_at - clock_timestamp()) * 1000)::float8 ELSE 0 END AS start_in_ms
+FROM :SCHEMA.report_starts(@reportIds::bigint[], @reportTokens::uuid[], @reportAgesMs::integer[], @now::timestamptz, true) r(now),
+LATERAL :SCHEMA.lone_claim(p_queue => @queue, p_limit => @limit, p_worker_id => @workerId, p_now => r.now, p_ahead => @ahead) c;
 
 -- name: JobCompleteMany
--- Completions fenced by their lease tokens (complete_many, sql/functions/claim.sql).
-SELECT id, queue FROM :SCHEMA.complete_many($1, $2, $3, $4, $5);
+-- values: ids, tokens, results, now, notify, reportIds, reportTokens, reportAgesMs
+-- Completions fenced by their lease tokens (complete_many, sql/functions/claim.sql), after
+-- the report of when handlers began that rides on them (as for JobClaim).
+SELECT c.id, c.queue
+FROM :SCHEMA.report_starts(@reportIds::bigint[], @reportTokens::uuid[], @reportAgesMs::integer[], @now::timestamptz, false) r(now),
+LATERAL :SCHEMA.complete_many(p_ids => @ids, p_tokens => @tokens, p_results => @results, p_now => r.now, p_notify => @notify) c;
 
 -- name: JobFailMany
 -- Failures reported by workers, fenced by their lease tokens: retried or dead (retry_or_dead,
@@ -32,7 +45,7 @@ SELECT id FROM :SCHEMA.release_job($1, $2, $3::timestamptz) AS r(id);
 UPDATE :SCHEMA.job j
 SET lease_expires_at = coalesce($4::timestamptz, now()) + coalesce($3::integer, q.lease_seconds) * interval '1 second'
 FROM :SCHEMA.queue q
-WHERE j.id = $1 AND j.lease_token = $2 AND j.state = 'active' AND q.name = j.queue
+WHERE j.id = $1 AND j.lease_token = $2 AND j.state IN ('active', 'claimed') AND q.name = j.queue
 RETURNING j.lease_expires_at, j.cancel_requested_at IS NOT NULL AS cancel_requested;
 
 -- name: JobHeartbeatMany
@@ -42,7 +55,7 @@ RETURNING j.lease_expires_at, j.cancel_requested_at IS NOT NULL AS cancel_reques
 UPDATE :SCHEMA.job j
 SET lease_expires_at = coalesce($3::timestamptz, now()) + q.lease_seconds * interval '1 second'
 FROM unnest($1::bigint[], $2::uuid[]) AS c(id, token), :SCHEMA.queue q
-WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active' AND q.name = j.queue
+WHERE j.id = c.id AND j.lease_token = c.token AND j.state::text IN ('active', 'claimed') AND q.name = j.queue
 RETURNING j.id, j.cancel_requested_at IS NOT NULL AS cancel_requested;
 
 -- name: JobCancelRequested
@@ -50,35 +63,37 @@ RETURNING j.id, j.cancel_requested_at IS NOT NULL AS cancel_requested;
 -- worker that does not renew leases itself; a job missing from the answer lost its lease.
 SELECT j.id, j.cancel_requested_at IS NOT NULL AS cancel_requested
 FROM unnest($1::bigint[], $2::uuid[]) AS c(id, token)
-JOIN :SCHEMA.job j ON j.id = c.id AND j.lease_token = c.token AND j.state::text = 'active';
+JOIN :SCHEMA.job j ON j.id = c.id AND j.lease_token = c.token AND j.state::text IN ('active', 'claimed');
 
 -- name: JobCompleteAndClaim
+-- values: ids, tokens, results, now, notify, queue, limit, workerId, ahead, moveIds, moveTokens, reportIds, reportTokens, reportAgesMs
 -- One worker's completions and its next claim in one transaction (complete_and_claim, sql/functions/claim.sql),
--- with the moves of its jobs waiting for a slot (sql/functions/slots.sql).
-SELECT completed, moved, job FROM :SCHEMA.complete_and_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+-- with the moves of its jobs waiting for a slot (sql/functions/slots.sql), after the report of
+-- when handlers began that rides on it (as for JobClaim).
+SELECT c.completed, c.moved, c.job
+FROM :SCHEMA.report_starts(@reportIds::bigint[], @reportTokens::uuid[], @reportAgesMs::integer[], @now::timestamptz, true) r(now),
+LATERAL :SCHEMA.complete_and_claim(
+  p_ids => @ids, p_tokens => @tokens, p_results => @results, p_now => r.now, p_notify => @notify,
+  p_queue => @queue, p_limit => @limit, p_worker_id => @workerId, p_ahead => @ahead,
+  p_move_ids => @moveIds, p_move_tokens => @moveTokens) c;
 
 -- name: JobCompleteAndMove
 -- Completions whose slots running jobs took over, written without a claim: the slots move
 -- to those jobs in the same transaction, never freed in between (complete_and_move, sql/functions/claim.sql).
-SELECT completed, moved FROM :SCHEMA.complete_and_move($1, $2, $3, $4, $5, $6, $7, $8);
+SELECT completed, moved FROM :SCHEMA.complete_and_move(
+  p_ids => @ids, p_tokens => @tokens, p_results => @results, p_now => @now, p_notify => @notify,
+  p_queue => @queue, p_move_ids => @moveIds, p_move_tokens => @moveTokens);
 
 -- name: JobNextStart
+-- values: queue, now, reportIds, reportTokens, reportAgesMs
 -- Milliseconds until the queue's rate and budget let the next job start (0: now; NULL: the
--- queue has neither), for a worker whose claim came back short (sql/functions/rate.sql).
-SELECT :SCHEMA.next_start_ms($1, $2) AS ms;
+-- queue has neither), for a worker whose claim came back short (sql/functions/rate.sql), after
+-- the report of when handlers began that rides on it (as for JobClaim).
+SELECT :SCHEMA.next_start_ms(@queue, r.now) AS ms
+FROM :SCHEMA.report_starts(@reportIds::bigint[], @reportTokens::uuid[], @reportAgesMs::integer[], @now::timestamptz, false) r(now);
 
 -- name: JobReportCost
 -- A running job's real cost, reported by its handler (fenced by its lease token): it is
 -- the job's cost from now on, and what its current start counts against the budget
--- (sql/functions/rate.sql).
-WITH j AS (
-  UPDATE :SCHEMA.job SET cost = $3
-  WHERE id = $1 AND lease_token = $2 AND state = 'active'
-  RETURNING id, queue, started_at
-), counted AS (
-  UPDATE :SCHEMA.job_start s SET units = $3
-  -- A job claimed ahead is recorded when it got its slot: at or after its claim.
-  FROM j WHERE s.queue = j.queue AND s.started_at >= j.started_at AND s.job_id = j.id
-  RETURNING s.job_id
-)
-SELECT j.id FROM j, (SELECT count(*) FROM counted) c;
+-- (report_cost, sql/functions/rate.sql). No row: the token no longer holds the job.
+SELECT r.id FROM :SCHEMA.report_cost($1, $2, $3) r(id) WHERE r.id IS NOT NULL;

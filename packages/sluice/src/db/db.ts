@@ -1,16 +1,30 @@
 /**
  * The one place that talks to PostgreSQL: runs named statements (prepared once per
- * connection), maps the SQLSTATEs raised by the schema's functions to typed errors, and
- * runs work inside a transaction when asked.
+ * connection), maps the SQLSTATEs raised by the schema's functions to typed errors and
+ * the errors that say the database could not answer to `AdmissionUnavailableError`
+ * (unavailable.ts), and runs work inside a transaction when asked.
+ *
+ * Every statement has a client-side deadline (`timeoutMs`, its wait for a pooled
+ * connection included): `statement_timeout` is enforced by a server the client may not
+ * reach (a partition, a frozen primary), so without one a call could wait for ever. A
+ * statement past its deadline is abandoned and its connection discarded, never returned
+ * to the pool: it may still be stalled, or answer later out of turn.
  */
-import pg from 'pg';
-import { sqlFor, type SqlSet } from './sql.js';
-import { KeyLimitError, ParentNotFoundError, QueueFullError, QueueNotFoundError } from '../errors.js';
+import type pg from 'pg';
+import { bindValues, sqlFor, type SqlSet, type Statement } from './sql.js';
+import { AdmissionUnavailableError, KeyLimitError, ParentNotFoundError, QueueFullError, QueueNotFoundError } from '../errors.js';
+import { DeadlineError, unavailableError } from './unavailable.js';
 
 /** Anything that can run a query: a pool, a pooled client, or the caller's own client. */
 export interface Queryable {
   query<R extends pg.QueryResultRow = any>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
 }
+
+/** The statements that claim jobs: refused while the database runs another release's functions. */
+const CLAIM_STATEMENTS = new Set(['JobClaim', 'JobCompleteAndClaim']);
+
+/** The deadline of every statement unless a call says otherwise, in ms. */
+export const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
 
 export class Db {
   readonly sql: SqlSet;
@@ -21,19 +35,52 @@ export class Db {
    * turns naming off for good, and every statement is sent unnamed from then on.
    */
   private named = true;
+  /** Set while the database runs another release's functions (function-set.ts): claims throw it. */
+  private claimRefusal: Error | null = null;
+  private readonly watch = new StatementWatch();
   constructor(
     readonly pool: pg.Pool,
     readonly schema: string,
+    /** The deadline of a statement, its wait for a connection included, unless the call gives its own. */
+    readonly queryTimeoutMs = DEFAULT_QUERY_TIMEOUT_MS,
   ) {
     this.sql = sqlFor(schema);
   }
 
-  /** Run a named statement on the pool, or on `client` when given (e.g. the caller's transaction). */
-  async run<R extends pg.QueryResultRow = any>(name: string, values: unknown[] = [], client?: Queryable): Promise<R[]> {
+  /**
+   * Run a named statement on the pool, or on `client` when given (e.g. the caller's
+   * transaction), within `timeoutMs` (a connection's wait included). Its values are a
+   * list for `$n`, or one object for a statement that names them (`@name`, sql.ts).
+   */
+  run<R extends pg.QueryResultRow = any>(
+    name: string,
+    values: readonly unknown[] | Readonly<Record<string, unknown>> = [],
+    client?: Queryable,
+    timeoutMs = this.queryTimeoutMs,
+  ): Promise<R[]> {
+    // Not an async function around runStatement: one promise per statement, not two.
+    if (this.claimRefusal !== null && CLAIM_STATEMENTS.has(name)) return Promise.reject(this.claimRefusal);
     const q = this.sql.query(name);
+    let bound: unknown[];
+    try {
+      bound = bindValues(q, values);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    return this.runStatement<R>(q, bound, client, timeoutMs);
+  }
+
+  private async runStatement<R extends pg.QueryResultRow>(
+    q: Statement,
+    values: unknown[],
+    client: Queryable | undefined,
+    timeoutMs: number,
+  ): Promise<R[]> {
     const named = this.named;
-    const config = named ? { name: q.name, text: q.text, values } : { text: q.text, values };
     if (client) {
+      const config = named
+        ? { name: q.name, text: q.text, values, query_timeout: timeoutMs }
+        : { text: q.text, values, query_timeout: timeoutMs };
       try {
         return (await client.query<R>(config)).rows;
       } catch (err) {
@@ -42,33 +89,58 @@ export class Db {
         throw translate(err);
       }
     }
+    const startedAt = performance.now();
     // Not pool.query(): it discards the connection on *any* error, and refusals (a full
     // queue, a key at its limit) are ordinary answers that must not cost a reconnect.
-    const { client: conn, release } = await this.checkout();
+    let conn: pg.PoolClient;
+    let release: (err?: unknown) => void;
+    try {
+      ({ client: conn, release } = await this.checkout(timeoutMs));
+    } catch (err) {
+      throw translate(err);
+    }
+    const left = Math.max(1, Math.ceil(timeoutMs - (performance.now() - startedAt)));
+    const config = named ? { name: q.name, text: q.text, values } : { text: q.text, values };
+    this.watch.add(conn, left);
     try {
       const rows = (await queryWithCallback<R>(conn, config)).rows;
+      this.watch.delete(conn);
       release();
       return rows;
-    } catch (err) {
-      release(connectionBroken(err) ? err : undefined);
+    } catch (caught) {
+      const err = this.watch.delete(conn) ? caught : new DeadlineError('timeout', `the statement did not answer within ${left} ms`);
+      // A statement past its deadline may still be running, or stalled: never reused.
+      release(connectionBroken(err) || abandoned(err) ? err : undefined);
       // The statement never ran (it failed at Parse or Bind): safe to send again, unnamed.
       if (named && preparedStatementLost(err)) {
         this.named = false;
-        return this.run<R>(name, values);
+        return this.runStatement<R>(q, values, undefined, left);
       }
       throw translate(err);
     }
   }
 
+  /** Refuse every claim with `err` from now on (null: claim again). */
+  refuseClaims(err: Error | null): void {
+    this.claimRefusal = err;
+  }
+
+  /** A statement of the transaction's own (BEGIN, COMMIT, ROLLBACK) on `client`, within `timeoutMs`. */
+  exec(client: Queryable, text: string, timeoutMs = this.queryTimeoutMs): Promise<unknown> {
+    return client.query({ text, query_timeout: timeoutMs } as pg.QueryConfig).catch((err: unknown) => {
+      throw translate(err);
+    });
+  }
+
   /**
-   * A pooled connection, checked out. A checked-out `pg` client has no 'error' listener,
-   * so a connection killed while no statement is in flight (between two statements, or
-   * a server shutdown notice read in the same packet as a result) would throw an
-   * unhandled 'error' and end the process: keep the error instead, and discard the
-   * connection when it is released.
+   * A pooled connection, checked out within `timeoutMs` (else a `DeadlineError`). A
+   * checked-out `pg` client has no 'error' listener, so a connection killed while no
+   * statement is in flight (between two statements, or a server shutdown notice read in
+   * the same packet as a result) would throw an unhandled 'error' and end the process:
+   * keep the error instead, and discard the connection when it is released.
    */
-  async checkout(): Promise<{ client: pg.PoolClient; release(err?: unknown): void }> {
-    const client = await this.pool.connect();
+  async checkout(timeoutMs = this.queryTimeoutMs): Promise<{ client: pg.PoolClient; release: (err?: unknown) => void }> {
+    const client = await connectWithin(this.pool, timeoutMs);
     let lost: Error | undefined;
     const onError = (err: Error) => {
       lost = err;
@@ -83,23 +155,94 @@ export class Db {
     };
   }
 
-  /** Run `fn` inside a transaction on one pooled connection. */
-  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const { client, release } = await this.checkout();
+  /** Run `fn` inside a transaction on one pooled connection; each of its own statements within `timeoutMs`. */
+  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, timeoutMs = this.queryTimeoutMs): Promise<T> {
+    let checkedOut;
+    try {
+      checkedOut = await this.checkout(timeoutMs);
+    } catch (err) {
+      throw translate(err);
+    }
+    const { client, release } = checkedOut;
     let failed: unknown;
     try {
-      await client.query('BEGIN');
+      await this.exec(client, 'BEGIN', timeoutMs);
       const value = await fn(client);
-      await client.query('COMMIT');
+      await this.exec(client, 'COMMIT', timeoutMs);
       return value;
     } catch (err) {
-      await client.query('ROLLBACK').catch((e) => (failed = e));
+      // A statement past its deadline leaves the connection busy with it: discarded below.
+      if (abandoned(err)) failed = err;
+      else await this.exec(client, 'ROLLBACK', timeoutMs).catch((e) => (failed = e));
       throw err;
     } finally {
       // A connection whose ROLLBACK failed is not returned to the pool mid-transaction.
       release(failed);
     }
   }
+}
+
+/**
+ * The deadlines of the statements `run` sends on a pooled connection of its own: each
+ * connection's due time, watched by one timer for all of them, which destroys the socket
+ * of a connection past its deadline (its statement fails at once; the connection is
+ * discarded). A timer per statement (pg's `query_timeout`) kept what each statement
+ * allocated alive past young-generation collections: a draining worker promoted about
+ * 1 KB a job into the old generation (memory.test.ts). Deadlines are kept to `TICK_MS`.
+ */
+class StatementWatch {
+  private static readonly TICK_MS = 100;
+  /** Busy connections and when each is due, in whole ms of `performance.now()`. */
+  private readonly due = new Map<pg.PoolClient, number>();
+  private timer: NodeJS.Timeout | null = null;
+
+  add(conn: pg.PoolClient, timeoutMs: number): void {
+    this.due.set(conn, Math.ceil(performance.now()) + timeoutMs);
+    if (this.timer === null) {
+      this.timer = setInterval(() => this.expire(), StatementWatch.TICK_MS);
+      this.timer.unref();
+    }
+  }
+
+  /** Stops watching `conn`; false when its deadline had passed and its socket was destroyed. */
+  delete(conn: pg.PoolClient): boolean {
+    return this.due.delete(conn);
+  }
+
+  private expire(): void {
+    if (this.due.size === 0) {
+      clearInterval(this.timer!);
+      this.timer = null;
+      return;
+    }
+    const now = performance.now();
+    for (const [conn, at] of this.due) {
+      if (at > now) continue;
+      this.due.delete(conn);
+      (conn as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+    }
+  }
+}
+
+/**
+ * `pool.connect()` within `timeoutMs`: past it, a `DeadlineError`, and the connection, if
+ * it comes later, goes back to the pool unused.
+ */
+function connectWithin(pool: pg.Pool, timeoutMs: number): Promise<pg.PoolClient> {
+  return new Promise((resolve, reject) => {
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      reject(new DeadlineError('no_connection', `no database connection came free within ${timeoutMs} ms`));
+    }, timeoutMs);
+    pool.connect((err, client, done) => {
+      clearTimeout(timer);
+      if (late) {
+        if (!err) done();
+      } else if (err || !client) reject(err ?? new Error('the pool gave no connection and no error'));
+      else resolve(client);
+    });
+  });
 }
 
 /**
@@ -114,44 +257,17 @@ function queryWithCallback<R extends pg.QueryResultRow>(conn: pg.PoolClient, con
   });
 }
 
+/** A statement given up on at its deadline (this side's): its connection may still be busy with it. */
+function abandoned(err: unknown): boolean {
+  const e = err instanceof AdmissionUnavailableError ? err.cause : err;
+  return e instanceof DeadlineError || (e as Error | null)?.message === 'Query read timeout';
+}
+
 /** True when the error says the connection itself is unusable (not a refused statement). */
 function connectionBroken(err: unknown): boolean {
   const code = (err as PgError)?.code;
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return true;
   return code.startsWith('08') || code.startsWith('57P') || code === 'XX000';
-}
-
-/**
- * SQLSTATEs that say the database could not answer in time or at all, not that the
- * statement was wrong: statement or lock timeout (or an operator's cancel), serialization
- * failure, deadlock, too many connections, the server shutting down or not accepting yet.
- */
-const UNAVAILABLE_SQLSTATES = new Set(['57014', '55P03', '40001', '40P01', '53300', '57P01', '57P02', '57P03']);
-/** Socket errors of a connection that could not be made or was cut. */
-const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
-/**
- * `pg` raises these without a code: no pooled connection came free within
- * `connectionTimeoutMillis` ("timeout exceeded when trying to connect"), a new connection
- * did not connect in time ("timeout expired", "Connection terminated due to connection
- * timeout"), or the connection ended under a statement or before it ("Connection
- * terminated unexpectedly", "Client has encountered a connection error and is not queryable").
- */
-const UNAVAILABLE_MESSAGE = /^(timeout exceeded when trying to connect|timeout expired|Connection terminated|Client has encountered a connection error)/;
-
-/**
- * True when a statement failed because the database did not answer (a timeout, a lost or
- * refused connection, no connection free in time, a serialization failure): the operation
- * may succeed if retried later. False for everything that says the statement or its input
- * was wrong, which must surface as it is.
- */
-export function databaseUnavailable(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: unknown } | null;
-  const code = e?.code;
-  if (typeof code === 'string') {
-    // Socket codes first: EPIPE has the shape of a SQLSTATE.
-    return UNAVAILABLE_SOCKET_CODES.has(code) || (/^[0-9A-Z]{5}$/.test(code) && (code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(code)));
-  }
-  return typeof e?.message === 'string' && UNAVAILABLE_MESSAGE.test(e.message);
 }
 
 /** 26000: the named statement is unknown here; 42P05: the name is taken here by another client. */
@@ -170,11 +286,12 @@ interface PgError {
 /**
  * Map the SL-class SQLSTATEs raised by sql/functions/send.sql and flow.sql to the library's typed
  * errors, from the fields the functions give in DETAIL (JSON) and HINT (the retry delay),
- * never from the message's words.
+ * never from the message's words; and an error that says the database could not answer
+ * to an `AdmissionUnavailableError` (unavailable.ts).
  */
 export function translate(err: unknown): unknown {
   const e = err as PgError;
-  if (typeof e?.code !== 'string' || !e.code.startsWith('SL')) return err;
+  if (typeof e?.code !== 'string' || !e.code.startsWith('SL')) return unavailableError(err) ?? err;
   const retryAfter = Number(e.hint ?? '5') || 5;
   let fields: { queue?: string; key?: string; limit?: number; jobIds?: string[] };
   try {

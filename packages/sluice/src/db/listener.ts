@@ -18,12 +18,19 @@ const AWAIT_WRITERS_MS = 2000;
 type Wake = () => void;
 /** A job's id, or `null`: notifications may have been missed, look up what is running. */
 type OnCancel = (jobId: string | null) => void;
-/** Jobs' ends (one payload of the events channel), or `null`: some may have been missed. */
+/**
+ * Jobs' ends (one payload of the events channel), or a running job's progress or log lines
+ * (sql/functions/notes.sql), or `null`: some may have been missed.
+ */
 export interface JobEnds {
-  event: 'completed' | 'failed' | 'dead' | 'cancelled';
+  event: 'completed' | 'failed' | 'dead' | 'cancelled' | 'progress' | 'log';
   queue: string;
   at: Date;
   ids: string[];
+  /** A `progress` event's value; absent when it was too large for a notification. */
+  progress?: unknown;
+  /** A `log` event's last line number. */
+  seq?: number;
 }
 type OnEvents = (ends: JobEnds | null) => void;
 
@@ -115,7 +122,11 @@ export class Listener {
       await client.query(`LISTEN ${quoted(this.eventsChannel)}`);
       await client.query(this.statement('EventListenerRegister'));
       const { rows } = await client.query(this.statement('EventListenerAwaitWriters'), [AWAIT_WRITERS_MS]);
-      if (!rows[0]?.ended) this.logger.warn({ waitedMs: AWAIT_WRITERS_MS }, 'sluice: transactions older than the events registration still run; an end they write may go unannounced');
+      if (!rows[0]?.ended)
+        this.logger.warn(
+          { waitedMs: AWAIT_WRITERS_MS },
+          'sluice: transactions older than the events registration still run; an end they write may go unannounced',
+        );
     } catch {
       // The connection failed: its loss reconnects, and listens again.
       if (this.client === client) this.eventsState = 'off';
@@ -217,9 +228,12 @@ function quoted(channel: string): string {
 /** A payload of the events channel; anything else (not ours) is ignored. */
 function parseEnds(payload: string): JobEnds | null {
   try {
-    const p = JSON.parse(payload) as { e?: unknown; q?: unknown; at?: unknown; ids?: unknown };
+    const p = JSON.parse(payload) as { e?: unknown; q?: unknown; at?: unknown; ids?: unknown; p?: unknown; n?: unknown };
     if (typeof p.e !== 'string' || typeof p.q !== 'string' || !Array.isArray(p.ids)) return null;
-    return { event: p.e as JobEnds['event'], queue: p.q, at: new Date(Number(p.at)), ids: p.ids.map(String) };
+    const ends: JobEnds = { event: p.e as JobEnds['event'], queue: p.q, at: new Date(Number(p.at)), ids: p.ids.map(String) };
+    if ('p' in p) ends.progress = p.p;
+    if (typeof p.n === 'number') ends.seq = p.n;
+    return ends;
   } catch {
     return null;
   }

@@ -8,14 +8,23 @@
  * rereading what is applied once the lock is held: concurrent migrators queue up instead
  * of racing, a signature dropped by a numbered step is never missing outside the
  * transaction that recreates it, and nothing outlives the transaction (so migrations run
- * through PgBouncer in transaction mode as well). Applied versions are recorded in
- * `<schema>.migration`, function files in `<schema>.migration_function`. Sluice's own
- * schema and an application's (`migrateSchema`, numbered steps only) use the same runner.
+ * through PgBouncer in transaction mode as well). The one exception is a step headed
+ * `-- commits: alone` (an enum value added, which no statement may use in the transaction
+ * that added it): it commits with the steps before it, and the rest follow in a new
+ * transaction. Applied versions are recorded in
+ * `<schema>.migration`, function files in `<schema>.migration_function` (exactly the files
+ * of the release that migrated last: its function set, which running instances compare
+ * with their own, src/db/function-set.ts). Sluice's own schema and an application's
+ * (`migrateSchema`, numbered steps only) use the same runner.
  */
 import type pg from 'pg';
 import { latestVersion, sqlFor, type FunctionFile } from './sql.js';
 import { SchemaVersionError } from '../errors.js';
+import type { Db } from './db.js';
 import { validateSchemaName } from '../queue/validate.js';
+
+/** A numbered step that commits before the steps after it (see runMigrations). */
+const ALONE = /^-- commits: alone\b/m;
 
 export interface MigrateResult {
   /** Versions applied by this call (empty when the schema was already current). */
@@ -41,7 +50,8 @@ export async function migrateSchema(pool: pg.Pool, options: { schema: string; mi
   const schema = validateSchemaName(options.schema);
   const migrations = [...options.migrations].sort((x, y) => x.version - y.version);
   migrations.forEach((m, i) => {
-    if (m.version !== i + 1) throw new SchemaVersionError(`migrations of schema "${schema}" must be numbered 1, 2, 3…: found ${m.version} at position ${i + 1}`);
+    if (m.version !== i + 1)
+      throw new SchemaVersionError(`migrations of schema "${schema}" must be numbered 1, 2, 3…: found ${m.version} at position ${i + 1}`);
   });
   return runMigrations(pool, schema, migrations, migrations.length, []);
 }
@@ -52,7 +62,13 @@ export function migrate(pool: pg.Pool, schema: string): Promise<MigrateResult> {
   return runMigrations(pool, schema, migrations, latestVersion(), own.functions);
 }
 
-async function runMigrations(pool: pg.Pool, schema: string, migrations: SchemaMigration[], latest: number, functions: FunctionFile[]): Promise<MigrateResult> {
+async function runMigrations(
+  pool: pg.Pool,
+  schema: string,
+  migrations: SchemaMigration[],
+  latest: number,
+  functions: FunctionFile[],
+): Promise<MigrateResult> {
   const sql = sqlFor(schema);
   const text = (name: string) => sql.query(name).text;
   const client = await pool.connect();
@@ -90,30 +106,52 @@ async function runMigrations(pool: pg.Pool, schema: string, migrations: SchemaMi
       throw err;
     }
   };
+  const apply = async (steps: SchemaMigration[]) => {
+    for (const m of steps) {
+      try {
+        await client.query(m.sql);
+        await client.query(text('MigrationRecord'), [m.version, m.name]);
+      } catch (err) {
+        throw new SchemaVersionError(`migration ${m.version} (${m.name}) failed on schema "${schema}": ${(err as Error).message}`);
+      }
+    }
+  };
   try {
-    const applied = await locked(async (done) => {
-      const missing = migrations.filter((m) => !done.has(m.version));
-      const current = functions.length > 0 ? await functionChecksums() : new Map<string, string>();
-      const stale = functions.filter((f) => current.get(f.file) !== f.checksum);
-      for (const m of missing) {
-        try {
-          await client.query(m.sql);
-          await client.query(text('MigrationRecord'), [m.version, m.name]);
-        } catch (err) {
-          throw new SchemaVersionError(`migration ${m.version} (${m.name}) failed on schema "${schema}": ${(err as Error).message}`);
+    const applied: number[] = [];
+    // A step that must commit before anything uses what it adds (an enum value: a
+    // transaction cannot use one it added) commits with the steps before it, and the rest
+    // go on in a new transaction. Such a step only adds, so nothing is missing in between.
+    for (;;) {
+      const early = await locked(async (done) => {
+        const missing = migrations.filter((m) => !done.has(m.version));
+        const cut = missing.findIndex((m) => ALONE.test(m.sql));
+        if (cut < 0) return null;
+        await apply(missing.slice(0, cut + 1));
+        return missing.slice(0, cut + 1).map((m) => m.version);
+      });
+      if (early === null) break;
+      applied.push(...early);
+    }
+    applied.push(
+      ...(await locked(async (done) => {
+        const missing = migrations.filter((m) => !done.has(m.version));
+        const current = functions.length > 0 ? await functionChecksums() : new Map<string, string>();
+        const stale = functions.filter((f) => current.get(f.file) !== f.checksum);
+        await apply(missing);
+        // After a numbered step every file is applied again: a step may have dropped what one
+        // defines (or one committed early may have added what one uses).
+        for (const f of missing.length > 0 || applied.length > 0 ? functions : stale) {
+          try {
+            await client.query(f.text);
+            await client.query(text('MigrationFunctionRecord'), [f.file, f.checksum]);
+          } catch (err) {
+            throw new SchemaVersionError(`function file ${f.file} failed on schema "${schema}": ${(err as Error).message}`);
+          }
         }
-      }
-      // After a numbered step every file is applied again: a step may have dropped what one defines.
-      for (const f of missing.length > 0 ? functions : stale) {
-        try {
-          await client.query(f.text);
-          await client.query(text('MigrationFunctionRecord'), [f.file, f.checksum]);
-        } catch (err) {
-          throw new SchemaVersionError(`function file ${f.file} failed on schema "${schema}": ${(err as Error).message}`);
-        }
-      }
-      return missing.map((m) => m.version);
-    });
+        if (functions.length > 0) await client.query(text('MigrationFunctionForget'), [functions.map((f) => f.file)]);
+        return missing.map((m) => m.version);
+      })),
+    );
     return { applied, version: latest };
   } finally {
     client.removeListener('error', onError);
@@ -122,10 +160,10 @@ async function runMigrations(pool: pg.Pool, schema: string, migrations: SchemaMi
 }
 
 /** Throws unless the schema exists at exactly the version this library knows. */
-export async function assertSchemaCurrent(pool: pg.Pool, schema: string): Promise<void> {
-  const sql = sqlFor(schema);
-  const exists = (await pool.query(sql.query('MigrationTableExists').text)).rows[0]?.exists;
-  const version = exists ? Number((await pool.query(sql.query('MigrationCurrentVersion').text)).rows[0]?.version) : 0;
+export async function assertSchemaCurrent(db: Db): Promise<void> {
+  const schema = db.schema;
+  const exists = (await db.run('MigrationTableExists'))[0]?.exists;
+  const version = exists ? Number((await db.run('MigrationCurrentVersion'))[0]?.version) : 0;
   const latest = latestVersion();
   if (version > latest) throw newerSchema(schema, version, latest);
   if (version < latest) {

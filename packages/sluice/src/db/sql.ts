@@ -56,7 +56,10 @@ function parseQueryFile(source: string, file: string, into: Map<string, string>)
   for (const part of parts) {
     const newline = part.indexOf('\n');
     const name = part.slice(0, newline).trim();
-    const text = part.slice(newline + 1).trim().replace(/;\s*$/, '');
+    const text = part
+      .slice(newline + 1)
+      .trim()
+      .replace(/;\s*$/, '');
     if (!/^[A-Z][A-Za-z]+$/.test(name)) throw new Error(`${file}: bad query name "${name}"`);
     if (into.has(name)) throw new Error(`${file}: query "${name}" is defined twice`);
     into.set(name, text);
@@ -71,7 +74,9 @@ function loadRaw(): { queries: Map<string, string>; migrations: Migration[]; fun
   if (!rawQueries || !rawMigrations || !rawFunctions) {
     const queries = new Map<string, string>();
     const queryDir = join(SQL_DIR, 'queries');
-    for (const file of readdirSync(queryDir).filter((f) => f.endsWith('.sql')).sort()) {
+    for (const file of readdirSync(queryDir)
+      .filter((f) => f.endsWith('.sql'))
+      .sort()) {
       parseQueryFile(readFileSync(join(queryDir, file), 'utf8'), file, queries);
     }
     const migrationDir = join(SQL_DIR, 'migrations');
@@ -97,22 +102,65 @@ function loadRaw(): { queries: Map<string, string>; migrations: Migration[]; fun
   return { queries: rawQueries, migrations: rawMigrations, functions: rawFunctions };
 }
 
+/** A statement ready to run. */
+export interface Statement {
+  /** A prepared-statement name, unique per schema. */
+  name: string;
+  text: string;
+  /** The names of its `@name` parameters, in `$n` order; null when it takes `$n` values. */
+  params: readonly string[] | null;
+}
+
 export interface SqlSet {
-  /** The named statement's text, ready to run, and a prepared-statement name unique per schema. */
-  query(name: string): { name: string; text: string };
+  query(name: string): Statement;
   migrations: Migration[];
   functions: FunctionFile[];
 }
 
 const cache = new Map<string, SqlSet>();
 
+/**
+ * `@name` parameters (not `@>` and the like; not in `--` comments) become `$n`: in the
+ * order a `-- values: a, b, …` line of the statement gives, else in order of first use.
+ * (The order is the statement's own: a claim's values in the order of the function's
+ * parameters measured a few per cent faster than with the report's first.)
+ */
+function bindNames(query: string, text: string): { text: string; params: string[] | null } {
+  const declared = /^-- values: (.+)$/m.exec(text)?.[1]?.split(/,\s*/);
+  const params: string[] = declared ? [...declared] : [];
+  const used = new Set<string>();
+  const bound = text
+    .split('\n')
+    .map((line) => {
+      const comment = line.indexOf('--');
+      const code = comment < 0 ? line : line.slice(0, comment);
+      const rest = comment < 0 ? '' : line.slice(comment);
+      return (
+        code.replace(/(?<![\w@])@([a-z][A-Za-z0-9]*)\b/g, (_, param: string) => {
+          used.add(param);
+          let at = params.indexOf(param);
+          if (at < 0) {
+            if (declared) throw new Error(`query ${query} uses @${param}, which its values line does not name`);
+            at = params.push(param) - 1;
+          }
+          return `$${at + 1}`;
+        }) + rest
+      );
+    })
+    .join('\n');
+  const unused = params.filter((p) => !used.has(p));
+  if (unused.length > 0) throw new Error(`query ${query} names @${unused.join(', @')} in its values line but never uses it`);
+  if (params.length > 0 && /\$\d/.test(text)) throw new Error(`query ${query} mixes @name and $n parameters`);
+  return { text: bound, params: params.length > 0 ? params : null };
+}
+
 export function sqlFor(schema: string): SqlSet {
   let set = cache.get(schema);
   if (!set) {
     const { queries, migrations, functions } = loadRaw();
-    const prepared = new Map<string, { name: string; text: string }>();
+    const prepared = new Map<string, Statement>();
     for (const [name, text] of queries) {
-      prepared.set(name, { name: `sluice_${schema}_${name}`, text: substitute(text, schema) });
+      prepared.set(name, { name: `sluice_${schema}_${name}`, ...bindNames(name, substitute(text, schema)) });
     }
     set = {
       query(name) {
@@ -129,6 +177,29 @@ export function sqlFor(schema: string): SqlSet {
     cache.set(schema, set);
   }
   return set;
+}
+
+/**
+ * The values of a statement in `$n` order. A programming error (a statement that names
+ * its values called with a list, or an object missing one or carrying a stray one) throws
+ * before anything is sent.
+ */
+export function bindValues(q: Statement, values: readonly unknown[] | Readonly<Record<string, unknown>>): unknown[] {
+  if (Array.isArray(values)) {
+    if (q.params !== null) throw new Error(`${q.name} names its values (@${q.params.join(', @')}): pass one object`);
+    return values as unknown[];
+  }
+  const named = values as Readonly<Record<string, unknown>>;
+  if (q.params === null) throw new Error(`${q.name} takes its values by position ($n): pass a list`);
+  const bound = q.params.map((param) => {
+    if (!(param in named)) throw new Error(`${q.name} needs @${param}`);
+    return named[param];
+  });
+  if (Object.keys(named).length !== q.params.length) {
+    const stray = Object.keys(named).filter((k) => !q.params!.includes(k));
+    throw new Error(`${q.name} has no @${stray.join(', @')}`);
+  }
+  return bound;
 }
 
 /** The latest schema version this library knows. */

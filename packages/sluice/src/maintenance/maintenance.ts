@@ -100,10 +100,10 @@ export class Maintenance {
       // PgBouncer in transaction mode that pins one server connection for the whole tick,
       // so the session lock cannot stay behind on a server connection another client
       // gets next. (Without a pooler the transaction costs nothing: it writes nothing.)
-      await lockHolder.query('BEGIN');
+      await db.exec(lockHolder, 'BEGIN');
       const [lock] = await db.run('MaintenanceTryLock', [], lockHolder);
       if (!lock.acquired) {
-        await lockHolder.query('COMMIT');
+        await db.exec(lockHolder, 'COMMIT');
         return { ran: false, skipped: 'locked', ...NOT_RUN };
       }
       try {
@@ -121,7 +121,7 @@ export class Maintenance {
         return { ran: true, ...swept, slotsFreed, scheduled, pruned };
       } finally {
         await db.run('MaintenanceUnlock', [], lockHolder).catch((err) => (broken = err));
-        await lockHolder.query('COMMIT').catch((err) => (broken ??= err));
+        await db.exec(lockHolder, 'COMMIT').catch((err) => (broken ??= err));
       }
     } catch (err) {
       broken = err;

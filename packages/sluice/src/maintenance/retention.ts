@@ -1,6 +1,7 @@
 /**
  * Retention: finished jobs older than their queue's retention are deleted, or moved to
- * `job_archive` when the queue archives. Small batches (each its own short transaction,
+ * `job_archive` when the queue archives; a completed job still holding its singleton key
+ * over a period stays until the period ends. Small batches (each its own short transaction,
  * oldest first, through the finished-jobs index) so no lock is held for long and the
  * claim's indexes never see these rows. Starts recorded for rates and budgets are kept
  * for their queue's longest window only.
@@ -26,7 +27,7 @@ export async function pruneFinished(db: Db, now: Date | null): Promise<number> {
         budget--;
         const rows = q.archive
           ? await db.run('JobArchiveFinished', [q.name, state, cutoff, BATCH, now])
-          : await db.run('JobDeleteFinished', [q.name, state, cutoff, BATCH]);
+          : await db.run('JobDeleteFinished', [q.name, state, cutoff, BATCH, now]);
         pruned += rows.length;
         if (rows.length < BATCH) break;
       }

@@ -92,7 +92,8 @@ export class Schedules {
     validateQueueName(name);
     if (!policy || typeof policy !== 'object') throw new ValidationError('schedule policy must be an object', 'policy');
     for (const field of Object.keys(policy)) {
-      if (!['cron', 'tz', 'queue', 'data', 'catchUp'].includes(field)) throw new ValidationError(`unknown schedule field "${field}"`, field);
+      if (!['cron', 'tz', 'queue', 'data', 'catchUp'].includes(field))
+        throw new ValidationError(`unknown schedule field "${field}"`, field);
     }
     const tz = policy.tz ?? 'UTC';
     parseCron(policy.cron, tz);

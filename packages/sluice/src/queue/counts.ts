@@ -21,9 +21,7 @@ export class Counts {
   private flushing: Promise<number> | null = null;
   private stopped = false;
 
-  constructor(
-    private readonly deps: { db: Db; logger: Logger; now: () => Date | null; flushMs: number; ready: () => Promise<void> },
-  ) {}
+  constructor(private readonly deps: { db: Db; logger: Logger; now: () => Date | null; flushMs: number; ready: () => Promise<void> }) {}
 
   /** Count `n` of `field` for `queue`; starts the flush timer on the first count. */
   add(queue: string, field: CountField, n = 1): void {
@@ -42,7 +40,9 @@ export class Counts {
   start(): void {
     if (this.timer || this.stopped) return;
     this.timer = setInterval(() => {
-      this.runOnce().catch((err) => this.deps.logger.warn({ err: (err as Error).message }, 'sluice: flushing queue counts failed; kept for the next flush'));
+      this.runOnce().catch((err) =>
+        this.deps.logger.warn({ err: (err as Error).message }, 'sluice: flushing queue counts failed; kept for the next flush'),
+      );
     }, this.deps.flushMs);
     // Counting must not keep a process alive; `stop()` (from `close()`) flushes the rest.
     this.timer.unref();
@@ -53,7 +53,9 @@ export class Counts {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.runOnce().catch((err) => this.deps.logger.warn({ err: (err as Error).message }, 'sluice: flushing queue counts on close failed'));
+    await this.runOnce().catch((err) =>
+      this.deps.logger.warn({ err: (err as Error).message }, 'sluice: flushing queue counts on close failed'),
+    );
   }
 
   /** Flush now: one statement for every queue counted. Resolves to the queues written. */

@@ -9,7 +9,7 @@ import type { Job, JobState } from '../types.js';
 import { toJob } from './rows.js';
 import { validateInt, validateJobId, validateKey, validateQueueName } from './validate.js';
 
-export const JOB_STATES: readonly JobState[] = ['waiting', 'pending', 'active', 'completed', 'cancelled', 'dead'];
+export const JOB_STATES: readonly JobState[] = ['waiting', 'pending', 'active', 'claimed', 'completed', 'cancelled', 'dead'];
 export const MAX_JOB_PAGE = 500;
 
 export interface JobFilter {
@@ -42,10 +42,12 @@ export async function listJobs(db: Db, ready: () => Promise<void>, filter: JobFi
   const key = validateKey(filter.key, 'key');
   for (const field of ['since', 'until'] as const) {
     const d = filter[field];
-    if (d !== undefined && (!(d instanceof Date) || Number.isNaN(d.getTime()))) throw new ValidationError(`${field} must be a valid Date`, field);
+    if (d !== undefined && (!(d instanceof Date) || Number.isNaN(d.getTime())))
+      throw new ValidationError(`${field} must be a valid Date`, field);
   }
   const limit = validateInt(filter.limit, 'limit', { min: 1, max: MAX_JOB_PAGE }) ?? 50;
-  const cursor = filter.cursor === undefined ? null : validateJobId(filter.cursor, 'cursor', 'cursor must be the `nextCursor` of a previous page');
+  const cursor =
+    filter.cursor === undefined ? null : validateJobId(filter.cursor, 'cursor', 'cursor must be the `nextCursor` of a previous page');
   await ready();
   // One more than asked for: whether a next page exists, without a second statement.
   const rows = await db.run('JobList', [queue, filter.state ?? null, key, filter.since ?? null, filter.until ?? null, cursor, limit + 1]);

@@ -4,14 +4,43 @@
  * the table under a lock in the same transaction as the insert: if counting fails the
  * statement fails, so nothing is ever admitted on a failed count. A count that fails
  * because the database did not answer (a timeout, a lost connection, no pooled connection
- * in time) is an `AdmissionUnavailableError`, a refusal callers retry like a full queue.
+ * in time, a read-only or full database: db/unavailable.ts) is an
+ * `AdmissionUnavailableError`, a refusal callers retry like a full queue, with a
+ * Retry-After of at least the queue's own. A send is answered within `sendTimeoutMs`: the
+ * schema check, the wait for a connection and the statement share that deadline.
  */
-import { databaseUnavailable, type Db, type Queryable } from '../db/db.js';
-import { AdmissionUnavailableError, InvalidStateError, JobNotFoundError, LeaseLostError, QueueNotFoundError, ValidationError } from '../errors.js';
-import type { ClaimedJob, CompleteOptions, Job, JobChild, JobParent, QueueStats, ThroughputBucket, SendManyItem, SendOptions, SendResult } from '../types.js';
+import type { Db, Queryable } from '../db/db.js';
+import { unavailableError, within } from '../db/unavailable.js';
+import { InvalidStateError, JobNotFoundError, LeaseLostError, QueueNotFoundError, ValidationError } from '../errors.js';
+import type {
+  ClaimedJob,
+  CompleteOptions,
+  Job,
+  JobChild,
+  JobLogPage,
+  JobParent,
+  QueueStats,
+  ThroughputBucket,
+  SendManyItem,
+  SendOptions,
+  SendResult,
+} from '../types.js';
+import { appendLog, logLines, progressJson, readLogs, writeProgress } from './notes.js';
 import { toJob, toParent, toQueue, toStats } from './rows.js';
-import { serializePayload, type CheckedSendOptions, validateCompleteOptions, validateInt, validateJobId, validateQueueName, validateSendOptions, validateStorableText, validateWorkerId, storableText } from './validate.js';
+import {
+  serializePayload,
+  type CheckedSendOptions,
+  validateCompleteOptions,
+  validateInt,
+  validateJobId,
+  validateQueueName,
+  validateSendOptions,
+  validateStorableText,
+  validateWorkerId,
+  storableText,
+} from './validate.js';
 import type { Waker } from './waker.js';
+import type { SendPolicies } from './send-policies.js';
 import { context } from '@opentelemetry/api';
 import { carrierOf, endReceive, startReceive, traceSend, tracer, type TraceCarrier } from '../tracing.js';
 
@@ -21,26 +50,22 @@ export interface JobsConfig {
   now: () => Date | null;
   /** Sends outside a caller's transaction wake workers through it, after their commit. */
   waker: Waker;
+  /** The deadline of a send's acknowledgement, in ms. */
+  sendTimeoutMs: number;
+  /** Queues' policies as last read: the least Retry-After of a refusal for lack of capacity, and durability. */
+  policies: SendPolicies;
 }
 
 const MANY_ITEM_FIELDS = new Set(['data', 'key', 'singletonKey', 'runAt', 'delayMs', 'priority', 'maxAttempts', 'cost', 'timeoutMs']);
 const MAX_BATCH = 10_000;
-/**
- * Retry-After of a send whose count failed. The queue's own `retryAfterSeconds` is in the
- * row the failed statement did not get to read; this is its default.
- */
-const ADMISSION_RETRY_AFTER_SECONDS = 5;
 
 const idOfSend = (r: SendResult) => r.id;
-
-/** A send's failure as the caller should see it: a count the database did not answer is a refusal. */
-function admissionFailure(queue: string, err: unknown): unknown {
-  return databaseUnavailable(err) ? new AdmissionUnavailableError(queue, ADMISSION_RETRY_AFTER_SECONDS, err) : err;
-}
 
 export class Jobs {
   /** Sends of this client waiting for the database (outside callers' transactions too). */
   private sendsInFlight = 0;
+  /** The schema check passed (it is not taken again). */
+  private schemaReady = false;
 
   constructor(
     private readonly db: Db,
@@ -59,28 +84,165 @@ export class Jobs {
     return traceSend(t, queue, null, (carrier) => this.sendOne(queue, json, o, client as Queryable | undefined, carrier), idOfSend);
   }
 
-  private async sendOne(queue: string, json: string, o: CheckedSendOptions, client: Queryable | undefined, carrier: TraceCarrier | null): Promise<SendResult> {
+  private async sendOne(
+    queue: string,
+    json: string,
+    o: CheckedSendOptions,
+    client: Queryable | undefined,
+    carrier: TraceCarrier | null,
+  ): Promise<SendResult> {
+    const startedAt = performance.now();
     let row;
     let inside;
     try {
-      await this.ready();
+      await this.readyWithin(queue, startedAt);
       // A lone send notifies in its own transaction (the quickest wake-up); sends that
       // overlap leave it to the waker, so their commits are not serialized (see waker.ts).
       inside = client !== undefined || this.sendsInFlight === 0;
       this.sendsInFlight++;
       try {
-        const args = [queue, json, o.key, o.singletonKey, o.runAt, o.delayMs, o.priority, o.maxAttempts, this.config.now(), this.config.notify && inside, o.cost, o.timeoutMs, carrier];
-        [row] = o.dependsOn
-          ? await this.db.run('JobSendAfter', [o.dependsOn, o.onParentFailure, ...args], client)
-          : await this.db.run('JobSend', args, client);
+        const notify = this.config.notify && inside;
+        // The values of each kind of send (named: sql/queries/job.sql), written out: see
+        // completionColumns (worker/completer.ts) for why nothing here is spread.
+        const now = this.config.now();
+        const left = this.timeLeft(startedAt);
+        // NULL, not false, for a send that commits as the caller does: the check is then not
+        // called at all (commit_as is STRICT).
+        const own = client === undefined && this.config.policies.asyncCommits(queue) ? true : null;
+        if (o.debounce) {
+          const values = {
+            debounceKey: o.debounce.key,
+            delayMs: o.debounce.delayMs,
+            maxDelayMs: o.debounce.maxDelayMs,
+            queue,
+            data: json,
+            key: o.key,
+            priority: o.priority,
+            maxAttempts: o.maxAttempts,
+            now,
+            notify,
+            cost: o.cost,
+            timeoutMs: o.timeoutMs,
+            traceContext: carrier,
+            own,
+          };
+          [row] = await this.db.run('JobSendDebounced', values, client, left);
+        } else {
+          const values: Record<string, unknown> = {
+            queue,
+            data: json,
+            key: o.key,
+            singletonKey: o.singletonKey,
+            runAt: o.runAt,
+            delayMs: o.delayMs,
+            priority: o.priority,
+            maxAttempts: o.maxAttempts,
+            now,
+            notify,
+            cost: o.cost,
+            timeoutMs: o.timeoutMs,
+            traceContext: carrier,
+            own,
+          };
+          let statement = 'JobSend';
+          if (o.singletonPeriodMs !== null) {
+            statement = 'JobSendUnique';
+            values.periodMs = o.singletonPeriodMs;
+          } else if (o.dependsOn) {
+            statement = 'JobSendAfter';
+            values.parents = o.dependsOn;
+            values.onParentFailure = o.onParentFailure;
+          }
+          [row] = await this.db.run(statement, values, client, left);
+        }
       } finally {
         this.sendsInFlight--;
       }
     } catch (err) {
-      throw admissionFailure(queue, err);
+      throw this.admissionFailure(queue, err);
     }
-    if (this.config.notify && !inside && !row.deduplicated && this.readyNow(o.runAt, o.delayMs)) this.config.waker.wake(queue);
+    if (this.config.notify && !inside && !row.deduplicated && !o.debounce && this.readyNow(o.runAt, o.delayMs))
+      this.config.waker.wake(queue);
     return { id: String(row.id), deduplicated: row.deduplicated };
+  }
+
+  /**
+   * A flow's jobs, in order, in one statement (send_flow, sql/functions/flow.sql): each
+   * job's parents are earlier jobs of the flow (`ord`, from 1) or jobs that exist (`id`).
+   * Null when a job needs a send of its own kind (debounced, or a singleton period): the
+   * caller then sends them one by one in a transaction.
+   */
+  async sendFlow(
+    items: {
+      queue: string;
+      data: unknown;
+      opts: Omit<SendOptions, 'client' | 'dependsOn'>;
+      parents: ({ ord: number } | { id: string })[];
+    }[],
+  ): Promise<SendResult[] | null> {
+    const jobs: Record<string, unknown>[] = [];
+    const data: string[] = [];
+    for (const [i, item] of items.entries()) {
+      validateQueueName(item.queue);
+      // Parents of the flow have no id yet: a stand-in passes the check of their count.
+      const dependsOn = item.parents.map((p) => ('id' in p ? p.id : '1'));
+      const o = validateSendOptions({ ...item.opts, ...(dependsOn.length > 0 ? { dependsOn } : {}) });
+      if (o.debounce || o.singletonPeriodMs !== null) return null;
+      data.push(serializePayload(item.data === undefined ? null : item.data, this.config.maxPayloadBytes, `jobs[${i}].data`));
+      jobs.push({
+        queue: item.queue,
+        key: o.key,
+        singletonKey: o.singletonKey,
+        runAt: o.runAt?.toISOString() ?? null,
+        delayMs: o.delayMs,
+        priority: o.priority,
+        maxAttempts: o.maxAttempts,
+        cost: o.cost,
+        timeoutMs: o.timeoutMs,
+        onParentFailure: o.onParentFailure,
+        parents: item.parents.map((p, k) => ('ord' in p ? { ord: p.ord } : { id: o.dependsOn![k] })),
+      });
+    }
+    const startedAt = performance.now();
+    const queues = [...new Set(items.map((item) => item.queue))];
+    try {
+      for (const queue of queues.slice(1)) this.config.policies.refresh(queue);
+      await this.readyWithin(queues[0]!, startedAt);
+      const rows = await this.db.run(
+        'JobSendFlow',
+        [JSON.stringify(jobs), data, this.config.now(), this.config.notify, carrierOf(context.active()), true],
+        undefined,
+        this.timeLeft(startedAt),
+      );
+      return rows.map((r) => ({ id: String(r.id), deduplicated: r.deduplicated }));
+    } catch (err) {
+      // Which send the database could not answer is not known: the flow says the longest
+      // Retry-After of its queues, as the send that failed would have said at least.
+      const least = Math.max(...queues.map((queue) => this.config.policies.secondsOf(queue)));
+      throw unavailableError(err, queues.length === 1 ? queues[0]! : null, least) ?? err;
+    }
+  }
+
+  /** The schema check of a send, within its deadline (the check goes on if it passes); once passed, it holds. */
+  private async readyWithin(queue: string, startedAt: number): Promise<void> {
+    this.config.policies.refresh(queue);
+    if (this.schemaReady) return;
+    await within(this.ready(), this.timeLeft(startedAt), 'the schema check');
+    this.schemaReady = true;
+  }
+
+  /** What is left of the deadline of a send that started at `startedAt` (at least 1 ms). */
+  private timeLeft(startedAt: number): number {
+    return Math.max(1, Math.ceil(this.config.sendTimeoutMs - (performance.now() - startedAt)));
+  }
+
+  /**
+   * A send's failure as the caller should see it: a count the database did not answer is a
+   * refusal, with a Retry-After of at least the queue's own (kept fresh by the sends, in the
+   * background, at most once a minute: `readyWithin`).
+   */
+  private admissionFailure(queue: string, err: unknown): unknown {
+    return unavailableError(err, queue, this.config.policies.secondsOf(queue)) ?? err;
   }
 
   /** Whether a job sent now with these options is ready at once (so worth a wake-up). */
@@ -102,7 +264,8 @@ export class Jobs {
     // The batch goes to the server as one JSON array, written here item by item: each
     // payload is serialized once (and checked for size), never parsed back.
     const rows = items.map((item, i) => {
-      if (item === null || typeof item !== 'object') throw new ValidationError(`items[${i}] must be an object with a data field`, `items[${i}]`);
+      if (item === null || typeof item !== 'object')
+        throw new ValidationError(`items[${i}] must be an object with a data field`, `items[${i}]`);
       const { data, ...rest } = item;
       let o;
       try {
@@ -126,23 +289,36 @@ export class Jobs {
     });
     const t = tracer();
     if (t === null) return this.sendRows(queue, rows, opts.client, carrierOf(context.active()));
-    return traceSend(t, queue, rows.length, (carrier) => this.sendRows(queue, rows, opts.client, carrier), () => null);
+    return traceSend(
+      t,
+      queue,
+      rows.length,
+      (carrier) => this.sendRows(queue, rows, opts.client, carrier),
+      () => null,
+    );
   }
 
-  private async sendRows(queue: string, rows: string[], client: Queryable | undefined, carrier: TraceCarrier | null): Promise<SendResult[]> {
+  private async sendRows(
+    queue: string,
+    rows: string[],
+    client: Queryable | undefined,
+    carrier: TraceCarrier | null,
+  ): Promise<SendResult[]> {
+    const startedAt = performance.now();
     let result;
     let inside;
     try {
-      await this.ready();
+      await this.readyWithin(queue, startedAt);
       inside = client !== undefined || this.sendsInFlight === 0;
       this.sendsInFlight++;
       try {
-        result = await this.db.run('JobSendMany', [queue, `[${rows.join(',')}]`, this.config.now(), this.config.notify && inside, carrier], client);
+        const values = [queue, `[${rows.join(',')}]`, this.config.now(), this.config.notify && inside, carrier, client === undefined];
+        result = await this.db.run('JobSendMany', values, client, this.timeLeft(startedAt));
       } finally {
         this.sendsInFlight--;
       }
     } catch (err) {
-      throw admissionFailure(queue, err);
+      throw this.admissionFailure(queue, err);
     }
     if (this.config.notify && !inside) this.config.waker.wake(queue);
     return result.map((r) => ({ id: String(r.id), deduplicated: r.deduplicated }));
@@ -157,13 +333,25 @@ export class Jobs {
     const span = startReceive(queue, false);
     let rows;
     try {
-      rows = await this.db.run('JobClaim', [queue, limit, workerId, this.config.now(), 0]);
+      const values = { queue, limit, workerId, now: this.config.now(), ahead: 0, reportIds: null, reportTokens: null, reportAgesMs: null };
+      rows = await this.db.run('JobClaim', values);
     } catch (err) {
       endReceive(span, 0, err);
       throw err;
     }
     endReceive(span, rows.length);
-    return rows.map((r) => ({ ...toJob<T>(r), leaseToken: r.lease_token as string }));
+    const jobs: ClaimedJob<T>[] = rows.map((r) => ({ ...toJob<T>(r), leaseToken: r.lease_token as string }));
+    await this.withParents(jobs);
+    return jobs;
+  }
+
+  /** Jobs sent with parents get them, with their results (one read for the batch, only if one has any). */
+  private async withParents(jobs: Job[]): Promise<void> {
+    const children = jobs.filter((job) => job.onParentFailure !== null);
+    if (children.length === 0) return;
+    const byChild = new Map(children.map((job) => [job.id, (job.parents = [])] as [string, JobParent[]]));
+    for (const r of await this.db.run('JobParentsMany', [children.map((job) => job.id)]))
+      byChild.get(String(r.child_id))?.push(toParent(r));
   }
 
   /**
@@ -177,7 +365,22 @@ export class Jobs {
     const json = serializePayload(result === undefined ? null : result, this.config.maxPayloadBytes, 'result');
     const cost = validateCompleteOptions(opts).cost;
     await this.ready();
-    const complete = (client?: Queryable) => this.db.run('JobCompleteMany', [[jobId], [token], [json], this.config.now(), this.config.notify], client);
+    const complete = (client?: Queryable) =>
+      this.db.run(
+        'JobCompleteMany',
+        {
+          ids: [jobId],
+          tokens: [token],
+          results: [json],
+          now: this.config.now(),
+          notify: this.config.notify,
+          // A pull worker's handlers run where nothing reports their starts.
+          reportIds: null,
+          reportTokens: null,
+          reportAgesMs: null,
+        },
+        client,
+      );
     const rows =
       cost === null
         ? await complete()
@@ -199,9 +402,21 @@ export class Jobs {
       if (value !== undefined && typeof value !== 'string') throw new ValidationError(`error.${field} must be a string`, `error.${field}`);
       if (value !== undefined) validateStorableText(value, `error.${field}`);
     }
-    const record = { message: storableText(error.message, 4000), name: error.name, stack: error.stack === undefined ? undefined : storableText(error.stack, 8000) };
+    const record = {
+      message: storableText(error.message, 4000),
+      name: error.name,
+      stack: error.stack === undefined ? undefined : storableText(error.stack, 8000),
+    };
     await this.ready();
-    const rows = await this.db.run('JobFailMany', [[jobId], [token], [JSON.stringify(record)], this.config.now(), this.config.notify, [false], [null]]);
+    const rows = await this.db.run('JobFailMany', [
+      [jobId],
+      [token],
+      [JSON.stringify(record)],
+      this.config.now(),
+      this.config.notify,
+      [false],
+      [null],
+    ]);
     if (rows.length === 0) throw new LeaseLostError(jobId);
     return toJob(rows[0]);
   }
@@ -221,6 +436,31 @@ export class Jobs {
     return { leaseExpiresAt: row.lease_expires_at, cancelRequested: row.cancel_requested };
   }
 
+  /** A pull worker's progress for a claimed job (queue/notes.ts); `LeaseLostError` if the token no longer holds it. */
+  async progress(id: string, leaseToken: string, value: unknown): Promise<void> {
+    const jobId = checkId(id);
+    const token = checkToken(leaseToken);
+    const json = progressJson(value);
+    await this.ready();
+    await writeProgress(this.db, this.config, jobId, token, json);
+  }
+
+  /** A pull worker's log lines for a claimed job (queue/notes.ts); the number of the last one. */
+  async log(id: string, leaseToken: string, lines: string | string[]): Promise<number> {
+    const jobId = checkId(id);
+    const token = checkToken(leaseToken);
+    const stored = logLines(lines);
+    await this.ready();
+    return appendLog(this.db, this.config, jobId, token, stored);
+  }
+
+  /** A job's kept log lines after `afterSeq`, oldest first. */
+  async logs(id: string, opts?: { afterSeq?: number; limit?: number }): Promise<JobLogPage> {
+    const jobId = checkId(id);
+    await this.ready();
+    return readLogs(this.db, jobId, opts);
+  }
+
   async get<T = unknown>(id: string): Promise<Job<T> | null> {
     const jobId = checkId(id);
     await this.ready();
@@ -233,6 +473,14 @@ export class Jobs {
     const jobId = checkId(id);
     await this.ready();
     return (await this.db.run('JobParents', [jobId])).map(toParent);
+  }
+
+  /** A pending job's place in its queue's claim order, from 1; null when it is not pending, or no such job. */
+  async position(id: string): Promise<number | null> {
+    const jobId = checkId(id);
+    await this.ready();
+    const [row] = await this.db.run('JobPosition', [jobId]);
+    return row?.position == null ? null : Number(row.position);
   }
 
   /** The jobs sent with this one in their `dependsOn`. */
@@ -292,7 +540,10 @@ export class Jobs {
    * minutes, buckets of `bucketSeconds`, default 30): the throughput chart. Every bucket
    * of the window is present, zeros included.
    */
-  async throughput(queue: string, { windowSeconds = 900, bucketSeconds = 30 }: { windowSeconds?: number; bucketSeconds?: number } = {}): Promise<ThroughputBucket[]> {
+  async throughput(
+    queue: string,
+    { windowSeconds = 900, bucketSeconds = 30 }: { windowSeconds?: number; bucketSeconds?: number } = {},
+  ): Promise<ThroughputBucket[]> {
     validateQueueName(queue);
     const window = validateInt(windowSeconds, 'windowSeconds', { min: 1, max: 7 * 86_400 })!;
     const bucket = validateInt(bucketSeconds, 'bucketSeconds', { min: 1, max: 86_400 })!;
@@ -327,4 +578,3 @@ function checkToken(token: unknown): string {
 function checkId(id: unknown): string {
   return validateJobId(id, 'id');
 }
-

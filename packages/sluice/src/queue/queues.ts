@@ -2,18 +2,27 @@
 import type { Db } from '../db/db.js';
 import { QueueNotFoundError, ValidationError } from '../errors.js';
 import type { Queue, QueuePolicy } from '../types.js';
+import type { SendPolicies } from './send-policies.js';
 import { toQueue } from './rows.js';
-import { policyParams, validateQueueName } from './validate.js';
+import { policyRow, validateQueueName } from './validate.js';
 
 export class Queues {
   constructor(
     private readonly db: Db,
     private readonly ready: () => Promise<void>,
+    /** Every queue row read is noted there: what sends need of it (send-policies.ts). */
+    private readonly policies: SendPolicies,
   ) {}
+
+  private queueOf(row: any): Queue {
+    const queue = toQueue(row);
+    this.policies.note(queue);
+    return queue;
+  }
 
   /** Create the queue or replace its whole policy (absent limits mean "no limit"). */
   async put(name: string, policy: QueuePolicy = {}): Promise<Queue> {
-    const params = [validateQueueName(name), ...policyParams(policy)];
+    const row = { ...policyRow(policy), name: validateQueueName(name) };
     await this.ready();
     const deadLetterQueue = policy.deadLetterQueue;
     if (deadLetterQueue) {
@@ -21,22 +30,22 @@ export class Queues {
       const [dlq] = await this.db.run('QueueGet', [deadLetterQueue]);
       if (!dlq) throw new ValidationError(`dead-letter queue "${deadLetterQueue}" does not exist; create it first`, 'deadLetterQueue');
     }
-    const [row] = await this.db.run('QueuePut', params);
+    const [put] = await this.db.run('QueuePut', [JSON.stringify(row)]);
     // Workers waiting on a limit that was just raised (a cap, a rate) claim at once.
     await this.db.run('QueueNotify', [name]);
-    return toQueue(row);
+    return this.queueOf(put);
   }
 
   async get(name: string): Promise<Queue | null> {
     validateQueueName(name);
     await this.ready();
     const [row] = await this.db.run('QueueGet', [name]);
-    return row ? toQueue(row) : null;
+    return row ? this.queueOf(row) : null;
   }
 
   async list(): Promise<Queue[]> {
     await this.ready();
-    return (await this.db.run('QueueList')).map(toQueue);
+    return (await this.db.run('QueueList')).map((row) => this.queueOf(row));
   }
 
   /** Stop claims on the queue; sends are still accepted. */
@@ -54,6 +63,6 @@ export class Queues {
     const [row] = await this.db.run('QueueSetPaused', [name, paused]);
     if (!row) throw new QueueNotFoundError(name);
     if (!paused) await this.db.run('QueueNotify', [name]);
-    return toQueue(row);
+    return this.queueOf(row);
   }
 }

@@ -9,15 +9,24 @@
  * event; a consumer re-reads the state it cares about. `result()` does that itself: it reads
  * its job again after every gap, and once every `backstopMs` whatever happens, so that a
  * writer without notifications delays it but cannot hang it.
+ *
+ * Followers of events also hear running jobs' progress and log lines (sql/functions/notes.sql),
+ * under the same rule; they never wake a `result()`.
  */
 import type { Listener, JobEnds } from '../db/listener.js';
 import { ClosedError, JobCancelledError, JobDeadError, JobNotFoundError, ResultTimeoutError, ValidationError } from '../errors.js';
 import type { Job } from '../types.js';
 import { validateInt, validateQueueName } from './validate.js';
 
-/** A job's end as announced, or `gap`: some ends may have been missed. */
+/**
+ * A job's end as announced, a running job's progress (`progress` absent when it was too
+ * large to announce: read the job) or log lines (`seq`: the last one's number, read them
+ * with `sluice.logs`), or `gap`: some events may have been missed.
+ */
 export type JobEvent =
   | { type: 'completed' | 'failed' | 'dead' | 'cancelled'; jobId: string; queue: string; at: Date }
+  | { type: 'progress'; jobId: string; queue: string; at: Date; progress?: unknown }
+  | { type: 'log'; jobId: string; queue: string; at: Date; seq: number }
   | { type: 'gap'; queue: string | null; at: Date };
 
 export interface ResultOptions {
@@ -96,10 +105,13 @@ export class Results {
         const left = deadline === null ? Infinity : deadline - Date.now();
         if (left <= 0) throw new ResultTimeoutError(job!, timeoutMs!);
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(() => {
-            if (Date.now() >= (deadline ?? Infinity) - 1) resolve();
-            else onChange();
-          }, Math.min(left, this.listener ? this.backstopMs : NO_NOTIFY_BACKSTOP_MS));
+          const timer = setTimeout(
+            () => {
+              if (Date.now() >= (deadline ?? Infinity) - 1) resolve();
+              else onChange();
+            },
+            Math.min(left, this.listener ? this.backstopMs : NO_NOTIFY_BACKSTOP_MS),
+          );
           wake = () => {
             clearTimeout(timer);
             wake = null;
@@ -146,7 +158,7 @@ export class Results {
     const follower = (ends: JobEnds | null) => {
       if (ends === null) return push({ type: 'gap', queue, at: new Date() });
       if (queue !== null && ends.queue !== queue) return;
-      for (const jobId of ends.ids) push({ type: ends.event, jobId, queue: ends.queue, at: ends.at });
+      for (const jobId of ends.ids) push(eventOf(ends, jobId));
     };
     const finish = () => {
       if (done) return;
@@ -221,7 +233,7 @@ export class Results {
     this.unsubscribe = this.listener.onEvents((ends) => {
       if (ends === null) {
         for (const set of this.waiters.values()) for (const fn of set) fn();
-      } else {
+      } else if (ends.event !== 'progress' && ends.event !== 'log') {
         for (const id of ends.ids) for (const fn of this.waiters.get(id) ?? []) fn();
       }
       for (const fn of this.followers) fn(ends);
@@ -258,3 +270,9 @@ export class Results {
   }
 }
 
+function eventOf(ends: JobEnds, jobId: string): JobEvent {
+  const { event: type, queue, at } = ends;
+  if (type === 'progress') return 'progress' in ends ? { type, jobId, queue, at, progress: ends.progress } : { type, jobId, queue, at };
+  if (type === 'log') return { type, jobId, queue, at, seq: ends.seq ?? 0 };
+  return { type, jobId, queue, at };
+}

@@ -26,6 +26,8 @@ export function toJob<T = unknown>(r: any): Job<T> {
     waitingParents: r.waiting_parents ?? null,
     onParentFailure: r.on_parent_failure ?? null,
     traceContext: r.trace_context ?? null,
+    progress: r.progress ?? null,
+    logCount: r.log_count ?? 0,
   };
 }
 
@@ -70,6 +72,7 @@ export function toQueue(r: any): Queue {
     maxWaitMs: r.max_wait_ms ?? null,
     perKeyRateLimit: r.key_rate_count == null ? null : { count: r.key_rate_count, periodMs: r.key_rate_period_ms },
     perKeyBudget: r.key_budget_units == null ? null : { units: Number(r.key_budget_units), periodMs: r.key_budget_period_ms },
+    durability: r.durability,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -92,5 +95,7 @@ export function toStats(queue: Queue, r: any): QueueStats {
     rateUse: queue.rateLimit && { used: Number(r.window_starts ?? 0), limit: queue.rateLimit.count, periodMs: queue.rateLimit.periodMs },
     budgetUse: queue.budget && { used: Number(r.window_units ?? 0), limit: queue.budget.units, periodMs: queue.budget.periodMs },
     heldBack: Number(r.held ?? 0),
+    // The held-back count comes from the ready one (sql/functions/use.sql).
+    estimated: r.held != null && r.estimated.includes('ready') ? [...r.estimated, 'heldBack'] : r.estimated,
   };
 }

@@ -7,7 +7,8 @@ import type { Db } from '../db/db.js';
 import type { Counts } from './counts.js';
 import { validateInt, validateQueueName } from './validate.js';
 
-export const MAX_SERIES_MINUTES = 180;
+/** A day: the dashboard's longest range. */
+export const MAX_SERIES_MINUTES = 1440;
 
 export interface SeriesPoint {
   /** Start of the minute. */
@@ -62,7 +63,7 @@ export class Series {
     private readonly ready: () => Promise<void>,
   ) {}
 
-  /** The last `minutes` minutes of `queue` (default 60, at most 180), oldest first, the current minute last. */
+  /** The last `minutes` minutes of `queue` (default 60, at most 1440), oldest first, the current minute last. */
   async series(queue: string, { minutes }: { minutes?: number } = {}): Promise<QueueSeries> {
     validateQueueName(queue);
     const count = validateInt(minutes, 'minutes', { min: 1, max: MAX_SERIES_MINUTES }) ?? 60;

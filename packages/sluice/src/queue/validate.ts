@@ -51,11 +51,7 @@ export function validateKey(value: unknown, field: string): string | null {
   return value;
 }
 
-export function validateInt(
-  value: unknown,
-  field: string,
-  { min, max = MAX_INT }: { min: number; max?: number },
-): number | null {
+export function validateInt(value: unknown, field: string, { min, max = MAX_INT }: { min: number; max?: number }): number | null {
   if (value === undefined || value === null) return null;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     throw new ValidationError(`${field} must be an integer between ${min} and ${max}, got ${describe(value)}`, field);
@@ -88,14 +84,32 @@ function describe(value: unknown): string {
 }
 
 const POLICY_FIELDS = new Set([
-  'concurrency', 'perKeyConcurrency', 'maxPerKey', 'maxPending', 'maxAttempts',
-  'backoff', 'leaseSeconds', 'retryAfterSeconds', 'paused', 'retention', 'archive', 'deadLetterQueue',
-  'rateLimit', 'budget', 'maxWaitMs', 'perKeyRateLimit', 'perKeyBudget',
+  'concurrency',
+  'perKeyConcurrency',
+  'maxPerKey',
+  'maxPending',
+  'maxAttempts',
+  'backoff',
+  'leaseSeconds',
+  'retryAfterSeconds',
+  'paused',
+  'retention',
+  'archive',
+  'deadLetterQueue',
+  'rateLimit',
+  'budget',
+  'maxWaitMs',
+  'perKeyRateLimit',
+  'perKeyBudget',
+  'durability',
 ]);
 const RETENTION_FIELDS = ['completedSeconds', 'cancelledSeconds', 'deadSeconds'];
 
-/** The policy as the parameter list of the `QueuePut` statement (after the name). */
-export function policyParams(policy: QueuePolicy): unknown[] {
+/** The policy as the `queue` row's columns, by name: the parameter of the `QueuePut` statement. */
+export type QueueRow = Record<string, string | number | boolean | null>;
+
+/** The policy, validated, as the `queue` row's columns (without the name). */
+export function policyRow(policy: QueuePolicy): QueueRow {
   if (policy === null || typeof policy !== 'object' || Array.isArray(policy)) {
     throw new ValidationError('policy must be an object', 'policy');
   }
@@ -103,7 +117,8 @@ export function policyParams(policy: QueuePolicy): unknown[] {
     if (!POLICY_FIELDS.has(field)) throw new ValidationError(`unknown policy field "${field}"`, field);
   }
   const backoff = policy.backoff ?? {};
-  if (backoff === null || typeof backoff !== 'object' || Array.isArray(backoff)) throw new ValidationError('backoff must be an object', 'backoff');
+  if (backoff === null || typeof backoff !== 'object' || Array.isArray(backoff))
+    throw new ValidationError('backoff must be an object', 'backoff');
   for (const field of Object.keys(backoff)) {
     if (!['baseMs', 'maxMs', 'jitter'].includes(field)) throw new ValidationError(`unknown backoff field "${field}"`, `backoff.${field}`);
   }
@@ -116,7 +131,8 @@ export function policyParams(policy: QueuePolicy): unknown[] {
     }
   }
   const retention = policy.retention ?? {};
-  if (retention === null || typeof retention !== 'object' || Array.isArray(retention)) throw new ValidationError('retention must be an object', 'retention');
+  if (retention === null || typeof retention !== 'object' || Array.isArray(retention))
+    throw new ValidationError('retention must be an object', 'retention');
   for (const field of Object.keys(retention)) {
     if (!RETENTION_FIELDS.includes(field)) throw new ValidationError(`unknown retention field "${field}"`, `retention.${field}`);
   }
@@ -129,39 +145,44 @@ export function policyParams(policy: QueuePolicy): unknown[] {
   if (maxWaitMs !== null && !rate && !budget) {
     throw new ValidationError('maxWaitMs needs a rateLimit or a budget: the wait is projected from them', 'maxWaitMs');
   }
-  return [
-    validateInt(policy.concurrency, 'concurrency', { min: 1, max: MAX_CONCURRENCY }),
-    validateInt(policy.perKeyConcurrency, 'perKeyConcurrency', { min: 1 }),
-    validateInt(policy.maxPerKey, 'maxPerKey', { min: 1 }),
-    validateInt(policy.maxPending, 'maxPending', { min: 0 }),
-    validateInt(policy.maxAttempts, 'maxAttempts', { min: 1, max: 1000 }) ?? 5,
-    baseMs,
-    maxMs,
-    validateJitter(backoff.jitter) ?? 0.5,
-    validateInt(policy.leaseSeconds, 'leaseSeconds', { min: 1, max: 7 * 24 * 3600 }) ?? 600,
-    validateInt(policy.retryAfterSeconds, 'retryAfterSeconds', { min: 1, max: 86_400 }) ?? 5,
-    policy.paused ?? false,
-    validateInt(retention.completedSeconds, 'retention.completedSeconds', { min: 0 }) ?? 86_400,
-    validateInt(retention.cancelledSeconds, 'retention.cancelledSeconds', { min: 0 }) ?? 86_400,
-    validateInt(retention.deadSeconds, 'retention.deadSeconds', { min: 0 }) ?? 14 * 86_400,
-    policy.archive ?? false,
-    deadLetterQueue,
-    rate?.amount ?? null,
-    rate?.periodMs ?? null,
-    budget?.amount ?? null,
-    budget?.periodMs ?? null,
-    maxWaitMs,
-    keyRate?.amount ?? null,
-    keyRate?.periodMs ?? null,
-    keyBudget?.amount ?? null,
-    keyBudget?.periodMs ?? null,
-  ];
+  if (policy.durability !== undefined && policy.durability !== 'flush' && policy.durability !== 'async') {
+    throw new ValidationError(`durability must be 'flush' or 'async', got ${describe(policy.durability)}`, 'durability');
+  }
+  return {
+    concurrency: validateInt(policy.concurrency, 'concurrency', { min: 1, max: MAX_CONCURRENCY }),
+    per_key_concurrency: validateInt(policy.perKeyConcurrency, 'perKeyConcurrency', { min: 1 }),
+    max_per_key: validateInt(policy.maxPerKey, 'maxPerKey', { min: 1 }),
+    max_pending: validateInt(policy.maxPending, 'maxPending', { min: 0 }),
+    max_attempts: validateInt(policy.maxAttempts, 'maxAttempts', { min: 1, max: 1000 }) ?? 5,
+    backoff_base_ms: baseMs,
+    backoff_max_ms: maxMs,
+    backoff_jitter: validateJitter(backoff.jitter) ?? 0.5,
+    lease_seconds: validateInt(policy.leaseSeconds, 'leaseSeconds', { min: 1, max: 7 * 24 * 3600 }) ?? 600,
+    retry_after_seconds: validateInt(policy.retryAfterSeconds, 'retryAfterSeconds', { min: 1, max: 86_400 }) ?? 5,
+    paused: policy.paused ?? false,
+    retain_completed_seconds: validateInt(retention.completedSeconds, 'retention.completedSeconds', { min: 0 }) ?? 86_400,
+    retain_cancelled_seconds: validateInt(retention.cancelledSeconds, 'retention.cancelledSeconds', { min: 0 }) ?? 86_400,
+    retain_dead_seconds: validateInt(retention.deadSeconds, 'retention.deadSeconds', { min: 0 }) ?? 14 * 86_400,
+    archive: policy.archive ?? false,
+    dead_letter_queue: deadLetterQueue,
+    rate_count: rate?.amount ?? null,
+    rate_period_ms: rate?.periodMs ?? null,
+    budget_units: budget?.amount ?? null,
+    budget_period_ms: budget?.periodMs ?? null,
+    max_wait_ms: maxWaitMs,
+    key_rate_count: keyRate?.amount ?? null,
+    key_rate_period_ms: keyRate?.periodMs ?? null,
+    key_budget_units: keyBudget?.amount ?? null,
+    key_budget_period_ms: keyBudget?.periodMs ?? null,
+    durability: policy.durability ?? 'flush',
+  };
 }
 
 /** `{ count | units, periodMs }`, or absent. A window longer than a day is refused (its starts are kept that long). */
 function validateWindow(value: unknown, field: string, amountField: 'count' | 'units'): { amount: number; periodMs: number } | null {
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'object' || Array.isArray(value)) throw new ValidationError(`${field} must be an object { ${amountField}, periodMs }`, field);
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new ValidationError(`${field} must be an object { ${amountField}, periodMs }`, field);
   for (const key of Object.keys(value)) {
     if (key !== amountField && key !== 'periodMs') throw new ValidationError(`unknown ${field} field "${key}"`, `${field}.${key}`);
   }
@@ -172,7 +193,23 @@ function validateWindow(value: unknown, field: string, amountField: 'count' | 'u
   return { amount, periodMs };
 }
 
-const SEND_FIELDS = new Set(['key', 'singletonKey', 'runAt', 'delayMs', 'priority', 'maxAttempts', 'cost', 'timeoutMs', 'dependsOn', 'onParentFailure', 'client']);
+const SEND_FIELDS = new Set([
+  'key',
+  'singletonKey',
+  'singletonPeriodMs',
+  'debounce',
+  'runAt',
+  'delayMs',
+  'priority',
+  'maxAttempts',
+  'cost',
+  'timeoutMs',
+  'dependsOn',
+  'onParentFailure',
+  'client',
+]);
+/** The longest singleton period: a completed job holding its key is kept that long. */
+export const MAX_SINGLETON_PERIOD_MS = 366 * 86_400_000;
 const MAX_PARENTS = 1000;
 
 export interface CheckedSendOptions {
@@ -186,6 +223,8 @@ export interface CheckedSendOptions {
   timeoutMs: number | null;
   dependsOn: string[] | null;
   onParentFailure: 'cancel' | 'run';
+  singletonPeriodMs: number | null;
+  debounce: { key: string; delayMs: number; maxDelayMs: number | null } | null;
 }
 
 export function validateSendOptions(opts: Omit<SendOptions, 'client'> | undefined, allowed = SEND_FIELDS): CheckedSendOptions {
@@ -207,7 +246,7 @@ export function validateSendOptions(opts: Omit<SendOptions, 'client'> | undefine
   }
   const delayMs = validateInt(o.delayMs, 'delayMs', { min: 0, max: MAX_DELAY_MS });
   if (runAt && delayMs !== null) throw new ValidationError('give runAt or delayMs, not both', 'delayMs');
-  return {
+  const checked: CheckedSendOptions = {
     key: validateKey(o.key, 'key'),
     singletonKey: validateKey(o.singletonKey, 'singletonKey'),
     runAt,
@@ -217,7 +256,47 @@ export function validateSendOptions(opts: Omit<SendOptions, 'client'> | undefine
     cost: validateInt(o.cost, 'cost', { min: 1, max: MAX_INT }),
     timeoutMs: validateInt(o.timeoutMs, 'timeoutMs', { min: 1, max: MAX_INT }),
     ...validateParents(o.dependsOn, o.onParentFailure),
+    singletonPeriodMs: validateInt(o.singletonPeriodMs, 'singletonPeriodMs', { min: 1, max: MAX_SINGLETON_PERIOD_MS }),
+    debounce: validateDebounce(o.debounce),
   };
+  if (checked.singletonPeriodMs !== null && checked.singletonKey === null) {
+    throw new ValidationError('singletonPeriodMs needs a singletonKey: it is how long the key stays held', 'singletonPeriodMs');
+  }
+  if (checked.singletonPeriodMs !== null && checked.dependsOn !== null) {
+    throw new ValidationError('singletonPeriodMs cannot be given with dependsOn', 'singletonPeriodMs');
+  }
+  if (checked.debounce !== null) {
+    const clash =
+      checked.singletonKey !== null
+        ? 'singletonKey'
+        : runAt
+          ? 'runAt'
+          : delayMs !== null
+            ? 'delayMs'
+            : checked.dependsOn
+              ? 'dependsOn'
+              : null;
+    if (clash)
+      throw new ValidationError(`debounce cannot be given with ${clash}: the debounce decides the job's key and run time`, 'debounce');
+  }
+  return checked;
+}
+
+/** `{ key, delayMs, maxDelayMs? }`, or absent. */
+function validateDebounce(value: unknown): CheckedSendOptions['debounce'] {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new ValidationError('debounce must be an object { key, delayMs, maxDelayMs? }', 'debounce');
+  for (const field of Object.keys(value)) {
+    if (!['key', 'delayMs', 'maxDelayMs'].includes(field))
+      throw new ValidationError(`unknown debounce field "${field}"`, `debounce.${field}`);
+  }
+  const v = value as Record<string, unknown>;
+  const key = validateKey(v.key, 'debounce.key');
+  const delayMs = validateInt(v.delayMs, 'debounce.delayMs', { min: 1, max: MAX_DELAY_MS });
+  if (key === null || delayMs === null) throw new ValidationError('debounce needs both key and delayMs', 'debounce');
+  const maxDelayMs = validateInt(v.maxDelayMs, 'debounce.maxDelayMs', { min: delayMs, max: MAX_DELAY_MS });
+  return { key, delayMs, maxDelayMs };
 }
 
 /** `dependsOn` (job ids, at least one, at most MAX_PARENTS) and `onParentFailure`, which needs it. */
@@ -265,7 +344,8 @@ function checkJsonValue(value: unknown, path: string, seen: Set<object>, depth: 
   switch (typeof value) {
     case 'string':
       if (value.includes('\u0000')) throw new ValidationError(`${path} contains a NUL character, which PostgreSQL JSON cannot store`, path);
-      if (LONE_SURROGATE.test(value)) throw new ValidationError(`${path} contains an unpaired surrogate, which JSON in UTF-8 cannot hold`, path);
+      if (LONE_SURROGATE.test(value))
+        throw new ValidationError(`${path} contains an unpaired surrogate, which JSON in UTF-8 cannot hold`, path);
       return;
     case 'boolean':
       return;
@@ -279,6 +359,8 @@ function checkJsonValue(value: unknown, path: string, seen: Set<object>, depth: 
     case 'function':
     case 'symbol':
       throw new ValidationError(`${path} is a ${typeof value}, which JSON cannot hold`, path);
+    case 'object':
+      break;
   }
   if (value === null) return;
   const obj = value as Record<string, unknown>;
@@ -333,5 +415,6 @@ export function validateWorkerId(value: unknown, field = 'workerId'): string {
 export function storableText(text: string, maxChars: number): string {
   let cut = text.length <= maxChars ? text : text.slice(0, maxChars);
   if (cut.length < text.length && /[\ud800-\udbff]$/.test(cut)) cut = cut.slice(0, -1);
+  // eslint-disable-next-line no-control-regex -- NUL on purpose: PostgreSQL text cannot hold it
   return cut.replace(/\u0000/g, '\ufffd').replace(/[\ud800-\udfff]/gu, '\ufffd');
 }

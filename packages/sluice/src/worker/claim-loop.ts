@@ -21,8 +21,8 @@ import type { Db } from '../db/db.js';
 import type { Listener } from '../db/listener.js';
 import { rowFromJson } from '../queue/rows.js';
 import type { Job, Logger } from '../types.js';
-import { completionColumns, idSet, type Batch, type Completer } from './completer.js';
-import type { Claimed, Executor } from './executor.js';
+import { completionColumns, idSet, type Batch, type ClaimCarrier, type StartReports } from './completer.js';
+import type { Claimed, JobRunner } from './executor.js';
 import { activeIn, endReceive, endSpan, startReceive, startSettle } from '../tracing.js';
 
 export interface ClaimLoopDeps {
@@ -36,8 +36,8 @@ export interface ClaimLoopDeps {
   concurrency: number;
   prefetch: number;
   pollIntervalMs: number;
-  executor: Executor;
-  completer: Completer;
+  executor: JobRunner;
+  completer: ClaimCarrier;
 }
 
 /** Weight of the newest sample in the running average of claim times. */
@@ -144,11 +144,14 @@ export class ClaimLoop {
     this.dueAt = at;
     // A retry a few ms late rather than early: the claim must find the job due on the
     // database's clock. A start's time is the database's own answer (already past it).
-    this.dueTimer = setTimeout(() => {
-      this.dueTimer = null;
-      this.dueAt = Infinity;
-      this.wake();
-    }, delayMs + (evenPastPoll ? 0 : DUE_MARGIN_MS));
+    this.dueTimer = setTimeout(
+      () => {
+        this.dueTimer = null;
+        this.dueAt = Infinity;
+        this.wake();
+      },
+      delayMs + (evenPastPoll ? 0 : DUE_MARGIN_MS),
+    );
   }
 
   /**
@@ -244,11 +247,13 @@ export class ClaimLoop {
     // Spans (tracing.ts; null without a tracer provider): the claim, and the completions it writes.
     const span = startReceive(this.deps.queue, true);
     const settle = startSettle(this.deps.queue, batch.completions, 'completed', true);
+    // When handlers began, reported before the claim counts its window (completer.ts).
+    const reports = completer.takeReports();
     let rows: any[];
     try {
       rows = await (span === null
-        ? this.claimStatement(forSlots, ahead, batch, promotions)
-        : activeIn(span, () => this.claimStatement(forSlots, ahead, batch, promotions)));
+        ? this.claimStatement(forSlots, ahead, batch, promotions, reports)
+        : activeIn(span, () => this.claimStatement(forSlots, ahead, batch, promotions, reports)));
       this.claimFailures = 0;
       this.claims++;
       endReceive(span, rows.length);
@@ -257,8 +262,9 @@ export class ClaimLoop {
       endReceive(span, 0, err);
       endSpan(settle, err);
       executor.promoted(promotions, null);
-      // The completions are written on their own, with retries.
+      // The completions are written on their own, with retries; so are the reports.
       if (carries) completer.putBack(batch);
+      completer.putBackReports(reports);
       // Fail closed: nothing was claimed. Back off, then try again.
       this.claimFailures++;
       const delayMs = Math.min(this.deps.pollIntervalMs * 5, 50 * 2 ** Math.min(this.claimFailures, 10));
@@ -269,7 +275,12 @@ export class ClaimLoop {
       }, delayMs);
       return 0;
     }
-    this.claimMs = Number.isNaN(this.claimMs) ? performance.now() - sentAt : this.claimMs + EWMA_WEIGHT * (performance.now() - sentAt - this.claimMs);
+    // The first claim pays for what later ones do not (a pool connection, the statement's
+    // plan), and one slow outlier there would hold jobs ahead of slow handlers: not a sample.
+    if (this.claims > 1) {
+      const ms = performance.now() - sentAt;
+      this.claimMs = Number.isNaN(this.claimMs) ? ms : this.claimMs + EWMA_WEIGHT * (ms - this.claimMs);
+    }
     // Fewer than the free slots: nothing claimable until a wake-up. Fewer than asked
     // ahead (few jobs left, or a busy cap): claim for free slots only until a job ends.
     if (rows.length < forSlots) {
@@ -279,16 +290,24 @@ export class ClaimLoop {
     if (rows.length > 0) {
       this.claimsOnAllowed = 0;
       executor.accept(rows, sentAt);
-    }
-    else if (promotions.length > 0) executor.runOnce();
+    } else if (promotions.length > 0) executor.runOnce();
     return rows.length;
   }
 
   /** The claim's statement: fused with the completions, moves and promotions it carries, if any. */
-  private claimStatement(forSlots: number, ahead: number, batch: Batch, promotions: Claimed[]): Promise<any[]> {
+  private claimStatement(forSlots: number, ahead: number, batch: Batch, promotions: Claimed[], reports: StartReports): Promise<any[]> {
     return batch.completions.length > 0 || batch.moves.length > 0 || promotions.length > 0
-      ? this.completeAndClaim(forSlots, ahead, batch, promotions)
-      : this.deps.db.run('JobClaim', [this.deps.queue, forSlots, this.deps.workerId, this.deps.now(), ahead]);
+      ? this.completeAndClaim(forSlots, ahead, batch, promotions, reports)
+      : this.deps.db.run('JobClaim', {
+          queue: this.deps.queue,
+          limit: forSlots,
+          workerId: this.deps.workerId,
+          now: this.deps.now(),
+          ahead,
+          reportIds: reports.ids,
+          reportTokens: reports.tokens,
+          reportAgesMs: reports.agesMs,
+        });
   }
 
   /**
@@ -303,9 +322,18 @@ export class ClaimLoop {
   private async wakeAtNextStart(): Promise<void> {
     if (performance.now() - this.unratedAt < RATE_RECHECK_MS) return;
     let ms: number | null;
+    const reports = this.deps.completer.takeReports();
     try {
-      ms = (await this.deps.db.run('JobNextStart', [this.deps.queue, this.deps.now()]))[0].ms;
+      const values = {
+        queue: this.deps.queue,
+        now: this.deps.now(),
+        reportIds: reports.ids,
+        reportTokens: reports.tokens,
+        reportAgesMs: reports.agesMs,
+      };
+      ms = (await this.deps.db.run('JobNextStart', values))[0].ms;
     } catch {
+      this.deps.completer.putBackReports(reports);
       return; // the poll claims again anyway
     }
     if (ms === null) this.unratedAt = performance.now();
@@ -320,20 +348,32 @@ export class ClaimLoop {
   }
 
   /** The fused statement: completions and moves written, promotions asked for, then the claim. */
-  private async completeAndClaim(forSlots: number, ahead: number, batch: Batch, promotions: Claimed[]): Promise<any[]> {
+  private async completeAndClaim(
+    forSlots: number,
+    ahead: number,
+    batch: Batch,
+    promotions: Claimed[],
+    reports: StartReports,
+  ): Promise<any[]> {
     const { completions, moves } = batch;
-    const result = await this.deps.db.run('JobCompleteAndClaim', [
-      ...completionColumns(completions),
-      this.deps.now(),
-      this.deps.notify,
-      this.deps.queue,
-      forSlots,
-      this.deps.workerId,
+    const { ids, tokens, results } = completionColumns(completions);
+    const result = await this.deps.db.run('JobCompleteAndClaim', {
+      ids,
+      tokens,
+      results,
+      now: this.deps.now(),
+      notify: this.deps.notify,
+      queue: this.deps.queue,
+      limit: forSlots,
+      workerId: this.deps.workerId,
       ahead,
       // Moves first (their jobs already run), then the promotions, in buffer order.
-      [...moves.map((m) => m.id), ...promotions.map((c) => String(c.row.id))],
-      [...moves.map((m) => m.token), ...promotions.map((c) => c.row.lease_token)],
-    ]);
+      moveIds: [...moves.map((m) => m.id), ...promotions.map((c) => String(c.row.id))],
+      moveTokens: [...moves.map((m) => m.token), ...promotions.map((c) => c.row.lease_token)],
+      reportIds: reports.ids,
+      reportTokens: reports.tokens,
+      reportAgesMs: reports.agesMs,
+    });
     const first = result[0];
     const moved = idSet(first?.moved);
     this.deps.completer.written(batch, idSet(first?.completed), moved);

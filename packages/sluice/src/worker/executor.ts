@@ -20,10 +20,10 @@
  *   buffered, lease half spent before it could start ──▶ given back (released to pending)
  *
  * - Hand-over: a job of this worker that held a slot completed, and its completion is not
- *   written yet: its slot is "in hand". A waiting job starts in it at once, and the
- *   statement that writes the completion moves the slot to the waiting job. Until then the
- *   table still counts the completed job in that slot, so slots held never fall below
- *   handlers running: the cap stays exact.
+ *   written yet: its slot is "in hand" (slot-ledger.ts). A waiting job starts in it at
+ *   once, and the statement that writes the completion moves the slot to the waiting job.
+ *   Until then the table still counts the completed job in that slot, so slots held never
+ *   fall below handlers running: the cap stays exact.
  * - Promotion: with a local slot free and no slot in hand (after a failure, whose own
  *   statement frees its slot), the next claim asks for a free slot for the waiting job.
  * - Slot lost: a move the table refuses (the completed job had lost its lease and no slot
@@ -44,24 +44,38 @@ import { LeaseLostError, ValidationError } from '../errors.js';
 import { toJob, toParent } from '../queue/rows.js';
 import { serializePayload, storableText, validateInt } from '../queue/validate.js';
 import type { Job, Logger } from '../types.js';
-import type { Completer, Completion, Failure, Move } from './completer.js';
+import type { Completion, Failure, Settler } from './completer.js';
+import type { HandOver, SlotLedger } from './slot-ledger.js';
 import { JobAbort, LeaseGroup, extendLease, leaseDeadline, releaseLease, type Leased } from './lease.js';
 import { Discard, JobCancelled, JobTimeout, Snooze } from './outcomes.js';
 import { context, type Span } from '@opentelemetry/api';
 import { spanFailed, startProcess } from '../tracing.js';
+import { JobNotes, type NotesConfig } from '../queue/notes.js';
 
+/** What a handler gets beside its job. Functions as properties: handlers destructure them (`{ heartbeat }`). */
 export interface JobContext<T = unknown> {
   job: Job<T>;
   /** Aborts when the lease is lost or the worker stops without waiting for the job. */
   readonly signal: AbortSignal;
   /** Extend the lease (by the queue's `leaseSeconds`, or `seconds`). Throws `LeaseLostError` if it is gone. */
-  heartbeat(seconds?: number): Promise<void>;
+  readonly heartbeat: (seconds?: number) => Promise<void>;
   /**
    * The job's real cost (say, the model tokens it used): its queue's budget counts this
    * figure for the job's start from now on, instead of the cost it was sent with.
    * Throws `LeaseLostError` if the lease is gone.
    */
-  reportCost(units: number): Promise<void>;
+  readonly reportCost: (units: number) => Promise<void>;
+  /**
+   * Report the job's progress (any JSON value, at most 4 KiB): stored as `job.progress`,
+   * announced to event followers. Throws `LeaseLostError` if the lease is gone.
+   */
+  readonly progress: (value: unknown) => Promise<void>;
+  /**
+   * Add a line to the job's log (cut at 2,000 characters; a job keeps its newest 1,000
+   * lines): read with `sluice.logs(id)`, announced to event followers. Throws
+   * `LeaseLostError` if the lease is gone.
+   */
+  readonly log: (line: string) => Promise<void>;
 }
 
 export type Handler<T = unknown> = (job: Job<T>, ctx: JobContext<T>) => unknown;
@@ -74,13 +88,18 @@ export interface ExecutorDeps {
   queue: string;
   concurrency: number;
   handler: Handler<any>;
-  completer: Completer;
+  /** Where results go (completer.ts); nothing comes back from it. */
+  completer: Settler;
+  /** Slots in hand to start waiting jobs in (slot-ledger.ts). */
+  ledger: SlotLedger;
   pickupDelay: { observe(seconds: number): void };
   /** A claimed job started running here (counted for the per-minute figures). */
   started?(): void;
   runDuration: { observe(seconds: number): void };
   /** A handler returned or threw: a local slot is free. */
   jobEnded(): void;
+  /** Announce handlers' progress and log lines (default true). */
+  notify?: boolean;
 }
 
 /** A claimed job in the local buffer. */
@@ -94,6 +113,11 @@ export interface Claimed {
   promoting: boolean;
   /** A cancel came while its slot was being asked for: it is aborted as it starts. */
   cancelled: boolean;
+  /**
+   * Admitted ahead by its queue's rate (sql/functions/rate.sql, starts_ahead): its handler
+   * begins no sooner than this (local monotonic ms; 0: at once).
+   */
+  notBefore: number;
 }
 
 /** A running job, as the heartbeats see it. */
@@ -112,9 +136,10 @@ interface Running extends RunningLease {
   released: boolean;
   /** Runs in a cap slot: its completion leaves the slot in hand. */
   slotted: boolean;
-  /** Started in a slot in hand; its move is not written yet. */
-  handedOver: boolean;
-  /** While the move is unwritten, the lease is watched to the slot's earlier deadline: the claim's own. */
+  /**
+   * Started in a slot in hand, its move unwritten: the claim's lease group, rejoined once
+   * the move is written (until then the lease is watched to the slot's earlier deadline).
+   */
   claimGroup: LeaseGroup | null;
   /** Its move failed: the attempt is failed as SlotLost once the handler has returned. */
   slotLost: boolean;
@@ -124,6 +149,8 @@ interface Running extends RunningLease {
   timedOut: JobTimeout | null;
   /** Its `process` span, with a tracer provider registered (tracing.ts). */
   span: Span | null;
+  /** Claimed with its start reserved: the worker reports when its handler began. */
+  reportsStart: boolean;
 }
 
 const SLOT_LOST = { name: 'SlotLost', message: 'started in a cap slot that could not be kept (the job that held it had lost its lease)' };
@@ -142,16 +169,32 @@ class RunContext implements JobContext {
   readonly job: Job;
   readonly #entry: Running;
   readonly #db: Db;
+  readonly #notesConfig: NotesConfig;
+  /** Made by the first progress or log call (queue/notes.ts): a job that reports nothing pays nothing. */
+  #notes: JobNotes | null = null;
 
   constructor(
     entry: Running,
     db: Db,
     /** A property, not a method: handlers destructure it (`(job, { heartbeat }) => …`). */
     readonly heartbeat: (seconds?: number) => Promise<void>,
+    notesConfig: NotesConfig,
   ) {
     this.job = entry.job;
     this.#entry = entry;
     this.#db = db;
+    this.#notesConfig = notesConfig;
+  }
+
+  /** Properties for the same reason as `reportCost`. */
+  get progress(): (value: unknown) => Promise<void> {
+    const notes = (this.#notes ??= new JobNotes(this.#db, this.#notesConfig, this.#entry.job.id, this.#entry.token));
+    return (value) => notes.progress(value);
+  }
+
+  get log(): (line: string) => Promise<void> {
+    const notes = (this.#notes ??= new JobNotes(this.#db, this.#notesConfig, this.#entry.job.id, this.#entry.token));
+    return (line) => notes.log(line);
   }
 
   /** A property for the same reason as `heartbeat`; made once per job that calls it. */
@@ -171,7 +214,22 @@ class RunContext implements JobContext {
   }
 }
 
-export class Executor {
+/**
+ * What the claim loop sees of the executor: its free local slots and buffer, the rows of
+ * a claim to run, and the jobs waiting for a cap slot to promote in the claim.
+ */
+export interface JobRunner {
+  readonly free: number;
+  readonly bufferedCount: number;
+  /** Running average of handler run times (ms); NaN before the first job ends. */
+  readonly handlerMs: number;
+  accept(rows: any[], sentAt: number): void;
+  takePromotions(): Claimed[];
+  promoted(promotions: Claimed[], moved: Set<string> | null): number;
+  runOnce(): number;
+}
+
+export class Executor implements JobRunner {
   /**
    * The jobs running now. An array, a job taken out by moving the last one into its place;
    * not a Map: one that fills and empties thousands of times a second rehashes as often,
@@ -179,14 +237,20 @@ export class Executor {
    * the jobs stayed reachable from the old generation and a busy worker's heap grew.
    */
   private readonly running: Running[] = [];
+  private readonly notesConfig: NotesConfig;
   private buffer: Claimed[] = [];
   private closed = false;
   /** Releases of jobs claimed after `close()`: a stop waits for them. */
   private readonly givingBack: Promise<void>[] = [];
   /** Running average of handler run times (ms); NaN before the first job ends. */
   handlerMs = Number.NaN;
+  /** The timer that runs the buffer when a job admitted ahead may begin, and when. */
+  private startTimer: NodeJS.Timeout | null = null;
+  private startAt = Infinity;
 
-  constructor(private readonly deps: ExecutorDeps) {}
+  constructor(private readonly deps: ExecutorDeps) {
+    this.notesConfig = { now: deps.now, notify: deps.notify ?? true };
+  }
 
   /** Jobs running now. */
   get runningCount(): number {
@@ -214,7 +278,12 @@ export class Executor {
     // errs on the early side.
     const leaseMs = rows[0].lease_expires_at.getTime() - rows[0].started_at.getTime();
     const group = new LeaseGroup(sentAt + leaseMs);
-    for (const row of rows) this.buffer.push({ row, group, leaseMs, waiting: row.slot === 0, promoting: false, cancelled: false });
+    // Counted from now, the answer's arrival: its way back can only make the start later.
+    const now = performance.now();
+    for (const row of rows) {
+      const notBefore = row.start_in_ms > 0 ? now + row.start_in_ms : 0;
+      this.buffer.push({ row, group, leaseMs, waiting: row.slot === 0, promoting: false, cancelled: false, notBefore });
+    }
     this.runOnce();
   }
 
@@ -265,13 +334,19 @@ export class Executor {
         void this.release(String(claimed.row.id), claimed.row.lease_token);
         continue;
       }
+      if (claimed.notBefore > 0 && claimed.notBefore > performance.now()) {
+        // Not yet: the jobs behind it wait too (they were admitted later still, or in
+        // claim order after it).
+        this.wakeAt(claimed.notBefore);
+        break;
+      }
       if (!claimed.waiting) {
         this.buffer.splice(i, 1);
-        this.run(claimed, claimed.row.slot != null, Infinity);
+        this.run(claimed, claimed.row.slot != null, null);
         started++;
-      } else if (!claimed.promoting && this.deps.completer.slotsInHand > 0) {
+      } else if (!claimed.promoting && this.deps.ledger.slotsInHand > 0) {
         this.buffer.splice(i, 1);
-        this.run(claimed, true, this.deps.completer.handOver({ id: String(claimed.row.id), token: claimed.row.lease_token }));
+        this.run(claimed, true, this.deps.ledger.handOver({ id: String(claimed.row.id), token: claimed.row.lease_token }));
         started++;
       } else {
         i++;
@@ -280,36 +355,55 @@ export class Executor {
     return started;
   }
 
-  /** The moves of jobs started in slots in hand are written: `moved` hold their slots now. */
-  moved(moves: Move[], moved: Set<string>): void {
-    const handedOver = new Map<string, Running>();
-    for (const e of this.running) if (e.handedOver) handedOver.set(e.job.id, e);
-    for (const m of moves) {
-      const entry = handedOver.get(m.id);
-      if (!entry || entry.token !== m.token) continue; // already over
-      entry.handedOver = false;
-      if (moved.has(m.id)) {
-        if (entry.claimGroup) {
-          releaseLease(entry);
-          entry.claimGroup.add(entry);
-          entry.claimGroup = null;
-        }
-      } else if (!entry.released) {
-        this.deps.logger.warn({ queue: this.deps.queue, jobId: m.id }, 'sluice: a job started in a freed cap slot could not keep it; stopped');
-        entry.released = true;
-        entry.slotLost = true;
+  /** Run the buffer again at `at` (local monotonic ms), for a job admitted ahead. */
+  private wakeAt(at: number): void {
+    if (this.startTimer !== null && this.startAt <= at) return;
+    if (this.startTimer !== null) clearTimeout(this.startTimer);
+    this.startAt = at;
+    // setTimeout may fire up to a ms early on a monotonic clock's scale: runOnce checks again.
+    this.startTimer = setTimeout(
+      () => {
+        this.startTimer = null;
+        this.startAt = Infinity;
+        this.runOnce();
+      },
+      Math.max(0, Math.ceil(at - performance.now())),
+    );
+  }
+
+  /**
+   * The move of a job started in a slot in hand is over (slot-ledger.ts): moved, it holds
+   * the slot and its lease is its claim's again; refused, it runs outside the cap and is
+   * aborted, failed as SlotLost once its handler returns. A job already over is left be.
+   */
+  private moveSettled(entry: Running, moved: boolean): void {
+    if (entry.at < 0) return;
+    if (moved) {
+      if (entry.claimGroup) {
         releaseLease(entry);
-        entry.abort.abort(new LeaseLostError(m.id));
+        entry.claimGroup.add(entry);
+        entry.claimGroup = null;
       }
+    } else if (!entry.released) {
+      this.deps.logger.warn(
+        { queue: this.deps.queue, jobId: entry.jobId },
+        'sluice: a job started in a freed cap slot could not keep it; stopped',
+      );
+      entry.released = true;
+      entry.slotLost = true;
+      releaseLease(entry);
+      entry.abort.abort(new LeaseLostError(entry.jobId));
     }
   }
 
   /**
-   * `slotDeadline`: for a job started in a slot in hand, the earliest lease deadline of the
-   * jobs whose slots are in hand; its lease is watched to it until the move is written.
+   * `handOver`: for a job started in a slot in hand, its lease is watched to the earliest
+   * lease deadline of the jobs whose slots are in hand until the move is written.
    */
-  private run({ row, group, leaseMs, cancelled }: Claimed, slotted: boolean, slotDeadline: number): void {
+  private run({ row, group, leaseMs, cancelled }: Claimed, slotted: boolean, handOver: HandOver | null): void {
     const job = toJob(row);
+    // Started: running, though the row may still say `claimed` until its move is written.
+    job.state = 'active';
     const entry: Running = {
       jobId: job.id,
       job,
@@ -322,13 +416,13 @@ export class Executor {
       settled: Promise.resolve(),
       released: false,
       slotted,
-      handedOver: slotDeadline !== Infinity,
       claimGroup: null,
       at: -1,
       slotLost: false,
       timeout: null,
       timedOut: null,
       span: null,
+      reportsStart: row.start_reserved === true,
     };
     const timeoutMs = job.timeoutMs;
     if (timeoutMs !== null) {
@@ -337,23 +431,29 @@ export class Executor {
         entry.abort.abort(entry.timedOut);
       }, timeoutMs);
     }
-    if (slotDeadline < group.deadline) {
-      extendLease(entry, slotDeadline - performance.now());
+    if (handOver !== null && handOver.deadline < group.deadline) {
+      extendLease(entry, handOver.deadline - performance.now());
       entry.claimGroup = group;
     } else {
       group.add(entry);
     }
-    const ctx = new RunContext(entry, this.deps.db, async (seconds?: number) => {
-      const s = validateInt(seconds, 'seconds', { min: 1, max: 7 * 24 * 3600 });
-      const sentAt = performance.now();
-      const [r] = await this.deps.db.run('JobHeartbeat', [job.id, entry.token, s, this.deps.now()]);
-      if (!r) {
-        const err = new LeaseLostError(job.id);
-        entry.abort.abort(err);
-        throw err;
-      }
-      this.renewed(entry, sentAt, s !== null ? s * 1000 : leaseMs, r.cancel_requested);
-    });
+    if (handOver !== null) void handOver.moved.then((moved) => this.moveSettled(entry, moved));
+    const ctx = new RunContext(
+      entry,
+      this.deps.db,
+      async (seconds?: number) => {
+        const s = validateInt(seconds, 'seconds', { min: 1, max: 7 * 24 * 3600 });
+        const sentAt = performance.now();
+        const [r] = await this.deps.db.run('JobHeartbeat', [job.id, entry.token, s, this.deps.now()]);
+        if (!r) {
+          const err = new LeaseLostError(job.id);
+          entry.abort.abort(err);
+          throw err;
+        }
+        this.renewed(entry, sentAt, s !== null ? s * 1000 : leaseMs, r.cancel_requested);
+      },
+      this.notesConfig,
+    );
     entry.at = this.running.push(entry) - 1;
     if (cancelled) entry.abort.abort(new JobCancelled(job.id));
     this.deps.pickupDelay.observe(Math.max(0, (row.started_at.getTime() - row.run_at.getTime()) / 1000));
@@ -434,7 +534,11 @@ export class Executor {
     try {
       // A job sent with parents sees them, with their results (one read, only for such jobs).
       if (job.onParentFailure !== null) job.parents = (await this.deps.db.run('JobParents', [job.id])).map(toParent);
-      const value = await this.deps.handler(job, ctx);
+      const running = this.deps.handler(job, ctx);
+      // Its queue's rate or budget holds the start reserved until this worker says when
+      // the handler began (sql/functions/rate.sql): now, once it has (never too early).
+      if (entry.reportsStart) completer.reportStart(job.id, token);
+      const value = await running;
       if (entry.timedOut) throw entry.timedOut;
       if (!entry.released) {
         let result: string;
@@ -445,7 +549,12 @@ export class Executor {
           completer.fail(withSpan({ id: job.id, token, error: errorRecord(err) }, entry.span));
           return;
         }
-        completer.complete(withSpan(entry.slotted ? { id: job.id, token, result, slotDeadline: leaseDeadline(entry) } : { id: job.id, token, result }, entry.span));
+        completer.complete(
+          withSpan(
+            entry.slotted ? { id: job.id, token, result, slotDeadline: leaseDeadline(entry) } : { id: job.id, token, result },
+            entry.span,
+          ),
+        );
       }
     } catch (err) {
       const cause = entry.timedOut ?? err;
@@ -478,13 +587,19 @@ export class Executor {
   release(id: string, token: string): Promise<void> {
     return this.deps.db.run('JobRelease', [id, token, this.deps.now()]).then(
       () => undefined,
-      (err) => this.deps.logger.warn({ queue: this.deps.queue, jobId: id, err: (err as Error).message }, 'sluice: release failed; the sweeper will retry the job'),
+      (err) =>
+        this.deps.logger.warn(
+          { queue: this.deps.queue, jobId: id, err: (err as Error).message },
+          'sluice: release failed; the sweeper will retry the job',
+        ),
     );
   }
 
   /** Start nothing more, and give back the jobs still buffered. */
   close(): Promise<void> {
     this.closed = true;
+    if (this.startTimer !== null) clearTimeout(this.startTimer);
+    this.startTimer = null;
     const buffered = this.buffer.splice(0);
     return Promise.all(buffered.map((c) => this.release(String(c.row.id), c.row.lease_token))).then(() => undefined);
   }
@@ -529,7 +644,7 @@ function errorRecord(err: unknown): { message: string; name?: string; stack?: st
   }
   let message: string;
   try {
-    message = typeof err === 'string' ? err : JSON.stringify(err) ?? String(err);
+    message = typeof err === 'string' ? err : (JSON.stringify(err) ?? String(err));
   } catch {
     message = String(err);
   }

@@ -3,10 +3,15 @@
  * with one job and a `runOnce()`:
  *
  * - the claim loop (claim-loop.ts) decides when to claim and how many, and sends the claim;
- * - the executor (executor.ts) runs claimed jobs in local slots and holds the worker's side
- *   of the cap-slot protocol (hand-over, promotion, jobs claimed ahead);
+ * - the executor (executor.ts) runs claimed jobs in local slots, promotes jobs claimed
+ *   ahead, and starts them in slots in hand;
  * - the completer (completer.ts) writes results in batches, fenced by each claim's lease
  *   token, most of them in the claim loop's next statement.
+ *
+ * Calls run one way, claim loop → executor → completer. The slots this worker holds of
+ * a capped queue's cap, in hand and moving, are the slot ledger's (slot-ledger.ts): the
+ * executor asks it for a slot in hand, the completer writes its moves, and a job started
+ * in one learns its move's outcome from it.
  *
  * Beside them, heartbeats.ts renews the leases of running jobs, and cancels of running
  * jobs reach the executor from the listener's cancel channel.
@@ -30,6 +35,7 @@ import { ClaimLoop } from './claim-loop.js';
 import { Completer } from './completer.js';
 import { Executor, type Handler } from './executor.js';
 import { Heartbeats } from './heartbeats.js';
+import { SlotLedger } from './slot-ledger.js';
 
 export type { Handler, JobContext } from './executor.js';
 
@@ -93,24 +99,30 @@ export class Worker {
     this.concurrency = validateInt(opts.concurrency, 'concurrency', { min: 1, max: 10_000 }) ?? 10;
     this.prefetch = validateInt(opts.prefetch, 'prefetch', { min: 0, max: 10_000 }) ?? this.concurrency;
     const pollIntervalMs = validateInt(opts.pollIntervalMs, 'pollIntervalMs', { min: 10 }) ?? 1000;
-    this.workerId = opts.workerId === undefined ? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}` : validateWorkerId(opts.workerId);
+    this.workerId =
+      opts.workerId === undefined ? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}` : validateWorkerId(opts.workerId);
     const { db, logger, now, notify, emit } = deps;
-    this.completer = new Completer(db, { notify, now, queue }, {
-      completed: (ids) => emit('completed', { queue, ids }),
-      moved: (moves, moved) => this.executor.moved(moves, moved),
-      failed: (jobs, snoozed) => this.failed(jobs, snoozed),
-      lost: (ids) => {
-        logger.warn({ queue, jobIds: ids }, 'sluice: results fenced out (lease lost before they were written)');
-        emit('lease-lost', { queue, ids });
+    const ledger = new SlotLedger();
+    this.completer = new Completer(
+      db,
+      { notify, now, queue },
+      {
+        completed: (ids) => emit('completed', { queue, ids }),
+        failed: (jobs, snoozed) => this.failed(jobs, snoozed),
+        lost: (ids) => {
+          logger.warn({ queue, jobIds: ids }, 'sluice: results fenced out (lease lost before they were written)');
+          emit('lease-lost', { queue, ids });
+        },
+        // A written completion frees a slot of a capped queue. With notifications on, the
+        // completion statement itself notifies every listener (this one included), so only
+        // a polling worker needs to wake itself here.
+        flushed: () => {
+          if (!notify) this.claimLoop.wake();
+        },
+        error: (err) => logger.warn({ queue, err: (err as Error).message }, 'sluice: writing job results failed; retrying'),
       },
-      // A written completion frees a slot of a capped queue. With notifications on, the
-      // completion statement itself notifies every listener (this one included), so only
-      // a polling worker needs to wake itself here.
-      flushed: () => {
-        if (!notify) this.claimLoop.wake();
-      },
-      error: (err) => logger.warn({ queue, err: (err as Error).message }, 'sluice: writing job results failed; retrying'),
-    });
+      ledger,
+    );
     this.executor = new Executor({
       db,
       logger,
@@ -119,7 +131,9 @@ export class Worker {
       queue,
       concurrency: this.concurrency,
       handler,
+      notify,
       completer: this.completer,
+      ledger,
       pickupDelay: deps.metrics.pickupDelay.labels(queue),
       started: () => deps.counts.add(queue, 'starts'),
       runDuration: deps.metrics.runDuration.labels(queue),

@@ -196,7 +196,7 @@ export async function analyze(c: pg.Client, input: AnalyzeInput): Promise<ChaosR
   const { rows } = await c.query(
     `SELECT count(*) FILTER (WHERE state = 'completed')::int AS completed,
             count(*) FILTER (WHERE state = 'dead' AND jsonb_array_length(errors) > 0)::int AS dead,
-            count(*) FILTER (WHERE state = 'active')::int AS active
+            count(*) FILTER (WHERE state IN ('active', 'claimed'))::int AS active
      FROM sluice.job WHERE id = ANY($1::bigint[])`,
     [input.ids],
   );

@@ -67,10 +67,11 @@ CREATE TABLE chaos_event (
   job_id bigint NOT NULL, kind text NOT NULL, attempt int NOT NULL, token uuid, worker_id text);
 CREATE FUNCTION chaos_audit() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF NEW.state = 'active' AND OLD.state <> 'active' THEN
+  -- Held: in a cap slot (active) or claimed ahead of one (claimed), under one lease.
+  IF NEW.state IN ('active', 'claimed') AND OLD.state NOT IN ('active', 'claimed') THEN
     INSERT INTO chaos_event (job_id, kind, attempt, token, worker_id)
     VALUES (NEW.id, 'claim', NEW.attempts, NEW.lease_token, NEW.worker_id);
-  ELSIF OLD.state = 'active' AND NEW.state <> 'active' THEN
+  ELSIF OLD.state IN ('active', 'claimed') AND NEW.state NOT IN ('active', 'claimed') THEN
     INSERT INTO chaos_event (job_id, kind, attempt, token, worker_id)
     VALUES (OLD.id, CASE WHEN NEW.state NOT IN ('pending', 'dead') THEN NEW.state::text
                          WHEN NEW.errors -> -1 ->> 'name' = 'LeaseExpired' THEN 'swept'

@@ -3,15 +3,14 @@
  * JavaScript string indices into one file; the original formatting is kept everywhere else.
  */
 import type { SourceFiles } from '../../types.js';
-
-export type OperatorFamily = 'return' | 'arithmetic' | 'comparison' | 'logical' | 'boolean' | 'constant' | 'method' | 'ordering' | 'unary';
+import { FAMILIES, type BugFamily } from '../families.js';
 
 export interface Edit {
   file: string;
   start: number;
   end: number;
   replacement: string;
-  family: OperatorFamily;
+  family: BugFamily;
   /** e.g. "`a + b` → `a - b`". */
   change: string;
   /** The function (or SQL body) the edit is in, when there is one. */
@@ -22,6 +21,7 @@ export interface Edit {
 export interface Mutant {
   files: SourceFiles;
   edits: Edit[];
+  family: BugFamily;
   operator: string;
   description: string;
   hint: string;
@@ -52,24 +52,24 @@ export function applyEdits(files: SourceFiles, edits: Edit[]): SourceFiles | nul
   return out;
 }
 
-const HINTS: Record<OperatorFamily, string> = {
-  return: 'Check what the function actually returns against what the tests expect, value by value.',
-  arithmetic: 'Look closely at the arithmetic: is every operator the one the specification needs?',
-  comparison: 'Check the comparisons and their boundaries: equal values, the first and the last element.',
-  logical: 'Read each combined condition aloud: should it need both sides, or either one?',
-  boolean: 'One of the true/false values does not say what it means.',
-  constant: 'One of the constants is not quite the value it should be.',
-  method: 'One of the library calls does something close to, but not exactly, what is needed.',
-  ordering: 'Check the order of the results.',
-  unary: 'Look at the signs and negations.',
-};
-
-export function describeMutant(edits: Edit[]): { operator: string; description: string; hint: string } {
-  const families = [...new Set(edits.map((e) => e.family))];
+/** The mutant's family (all its edits share one), what it changed and where, and the family's hint. */
+export function describeMutant(edits: Edit[]): { family: BugFamily; operator: string; description: string; hint: string } {
+  const family = edits[0]!.family;
   const where = (e: Edit) => `${e.file}:${e.line}${e.scope ? ` in ${e.scope}` : ''}`;
   return {
-    operator: families.join('+'),
-    description: edits.map((e) => `${e.change} (${where(e)})`).join('; '),
-    hint: HINTS[families[0]!],
+    family,
+    operator: family,
+    description: `${FAMILIES[family].label}: ${edits.map((e) => `${e.change} (${where(e)})`).join('; ')}`,
+    hint: FAMILIES[family].hint,
   };
+}
+
+/** "`before` → `after`" for a change, each side on one line and clipped. */
+export function changeText(before: string, after: string): string {
+  return `\`${clipCode(before)}\` → \`${clipCode(after)}\``;
+}
+
+export function clipCode(code: string): string {
+  const flat = code.replace(/\s+/g, ' ').trim();
+  return flat.length > 60 ? `${flat.slice(0, 57)}...` : flat;
 }

@@ -1,16 +1,17 @@
 /**
  * The offline saboteur: mutants of the gold code, in a fixed order for a given seed.
  *
- * Classic operators (swap `+`/`-`, `<`/`<=`…) are built so that *some* test notices; a
- * proof needs *every* test to fail, which they rarely manage. So the order is:
- *   1. return-value perturbations applied to every return of one function at once
- *      (a higher-order mutant when it has several returns): the likeliest to fail every test;
- *   2. higher-order mutants: two classic edits in the same function;
- *   3. single classic edits.
- * Within each tier the order is a seeded shuffle; a mutant that does not parse is dropped.
+ * Every mutant is one realistic bug of one family (families.ts): an off-by-one, a
+ * boundary, a wrong operator, variable or condition, a lost accumulation, rounding, in SQL
+ * a wrong filter, join, aggregate, grouping or NULL handling. The families the code has
+ * sites for take turns, starting at a different one for each seed (seed 1 the first, seed
+ * 2 the second…), so seeds give different bugs; within a family the sites are a seeded shuffle. Return-value
+ * perturbations (`+ 1` or a negation on every return of one function) come after every
+ * realistic mutant: the last resort. A mutant that does not parse is dropped.
  */
 import { InvalidInputError } from '../../errors.js';
 import type { Challenge, SourceFiles } from '../../types.js';
+import { isBugFamily, realisticFamilies, rotateForSeed, type BugFamily } from '../families.js';
 import type { RejectedAttempt, SabotageCandidate, Saboteur } from '../saboteur.js';
 import { applyEdits, describeMutant, type Edit, type Mutant } from './edits.js';
 import { javascriptEdits, parsesAsJavaScript } from './javascript.js';
@@ -22,20 +23,30 @@ import { parseSync } from 'libpg-query';
 export interface MutationSaboteurOptions {
   /** Same seed, same candidates in the same order. Default 1. */
   seed?: number;
-  /** At most this many candidates are proposed. Default 40. */
+  /** At most this many realistic candidates are proposed (return-value ones come on top). Default 60. */
   maxCandidates?: number;
+  /** Only these families (`return_value` included only when named). Default: every family. */
+  families?: readonly BugFamily[];
 }
+
+/** Return-value perturbations proposed at most, after every realistic candidate. */
+const MAX_RETURN_VALUE = 4;
 
 export class MutationSaboteur implements Saboteur {
   readonly kind = 'mutation' as const;
   private readonly seed: number;
   private readonly maxCandidates: number;
+  private readonly families: readonly BugFamily[] | null;
 
   constructor(options: MutationSaboteurOptions = {}) {
     this.seed = options.seed ?? 1;
-    this.maxCandidates = options.maxCandidates ?? 40;
+    this.maxCandidates = options.maxCandidates ?? 60;
+    this.families = options.families ?? null;
     if (!Number.isInteger(this.seed)) throw new InvalidInputError('seed must be an integer', 'seed');
-    if (!Number.isInteger(this.maxCandidates) || this.maxCandidates < 1) throw new InvalidInputError('maxCandidates must be a positive integer', 'maxCandidates');
+    if (!Number.isInteger(this.maxCandidates) || this.maxCandidates < 1)
+      throw new InvalidInputError('maxCandidates must be a positive integer', 'maxCandidates');
+    if (this.families && (!Array.isArray(this.families) || !this.families.every(isBugFamily)))
+      throw new InvalidInputError('families must name bug families', 'families');
   }
 
   async propose(challenge: Challenge, rejected: readonly RejectedAttempt[]): Promise<SabotageCandidate[]> {
@@ -43,31 +54,46 @@ export class MutationSaboteur implements Saboteur {
     const mutants = await this.mutants(challenge);
     return mutants
       .filter((m) => !tried.has(fingerprint(m.files)))
-      .map((m) => ({ files: m.files, description: m.description, hint: m.hint, operator: m.operator }));
+      .map((m) => ({ files: m.files, description: m.description, hint: m.hint, operator: m.operator, family: m.family }));
   }
 
-  /** Every candidate this seed yields, in order (up to maxCandidates). */
+  /** Every candidate this seed yields, in order: realistic families taking turns, then return values. */
   async mutants(challenge: Challenge): Promise<Mutant[]> {
     const edits = await findEdits(challenge);
     const random = mulberry32(this.seed);
-    const returns = groupBy(edits.filter((e) => e.family === 'return'), (e) => `${e.file}\n${e.scope}\n${e.replacement.startsWith('not (') || e.replacement.startsWith('!(') || e.replacement.startsWith('NOT (') ? 'negate' : 'plus'}`);
-    const classic = edits.filter((e) => e.family !== 'return');
-    const tierReturns = shuffle([...returns.values()].map(outermost), random);
-    const byScope = groupBy(classic, (e) => `${e.file}\n${e.scope}`);
-    const pairs: Edit[][] = [];
-    for (const group of byScope.values()) {
-      for (let i = 0; i < group.length; i++) {
-        for (let j = i + 1; j < group.length; j++) {
-          if (group[i]!.end <= group[j]!.start || group[j]!.end <= group[i]!.start) pairs.push([group[i]!, group[j]!]);
-        }
-      }
-    }
-    const tierPairs = shuffle(pairs, random).slice(0, this.maxCandidates);
-    const tierSingles = shuffle(classic.map((e) => [e]), random);
+    const allowed = (f: BugFamily) => this.families === null || this.families.includes(f);
+    // Rotated among the families this code has sites for, so each seed starts at another one.
+    const order = rotateForSeed(
+      realisticFamilies(challenge.language).filter((f) => allowed(f) && edits.some((e) => e.family === f)),
+      this.seed,
+    );
+    const queues = order.map((family) =>
+      shuffle(
+        edits.filter((e) => e.family === family).map((e) => [e]),
+        random,
+      ),
+    );
+    const turns: Edit[][] = [];
+    for (let round = 0; queues.some((q) => round < q.length); round++) for (const q of queues) if (round < q.length) turns.push(q[round]!);
+    const returns =
+      this.families === null || allowed('return_value')
+        ? shuffle(
+            [
+              ...groupBy(
+                edits.filter((e) => e.family === 'return_value'),
+                (e) => `${e.file}\n${e.scope}\n${/^(not \(|!\(|NOT \()/.test(e.replacement) ? 'negate' : 'plus'}`,
+              ).values(),
+            ].map(outermost),
+            random,
+          )
+        : [];
     const seen = new Set<string>([fingerprint(challenge.gold)]);
     const out: Mutant[] = [];
-    for (const editSet of [...tierReturns, ...tierPairs, ...tierSingles]) {
-      if (out.length >= this.maxCandidates) break;
+    let realistic = 0;
+    let lastResort = 0;
+    for (const editSet of [...turns, ...returns]) {
+      const isReturn = editSet[0]!.family === 'return_value';
+      if (isReturn ? lastResort >= MAX_RETURN_VALUE : realistic >= this.maxCandidates) continue;
       const files = applyEdits(challenge.gold, editSet);
       if (!files) continue;
       const key = fingerprint(files);
@@ -75,8 +101,16 @@ export class MutationSaboteur implements Saboteur {
       seen.add(key);
       if (!(await parses(challenge.language, files, editSet))) continue;
       out.push({ files, edits: editSet, ...describeMutant(editSet) });
+      if (isReturn) lastResort++;
+      else realistic++;
     }
     return out;
+  }
+
+  /** The families this challenge has sites for, realistic ones first (no proving: a static look). */
+  async familiesWithSites(challenge: Challenge): Promise<BugFamily[]> {
+    const found = new Set((await findEdits(challenge)).map((e) => e.family));
+    return [...realisticFamilies(challenge.language), 'return_value' as const].filter((f) => found.has(f));
   }
 }
 
@@ -149,6 +183,6 @@ function shuffle<T>(items: T[], random: () => number): T[] {
   return out;
 }
 
-function fingerprint(files: SourceFiles): string {
+export function fingerprint(files: SourceFiles): string {
   return JSON.stringify(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : 1)));
 }

@@ -1,36 +1,42 @@
 /**
- * Mutation sites in SQL, found with libpg-query's scanner (the real PostgreSQL lexer)
- * and spliced as text. Function bodies (dollar-quoted strings) are scanned too, so
- * operators inside `LANGUAGE sql` and PL/pgSQL bodies are reached.
+ * Bug sites in SQL. libpg-query's parser splits the file into statements: `CREATE TABLE`
+ * gives the columns (name, kind, nullable), `INSERT` the string values the data uses; the
+ * bugs go only into query code (function bodies, views), never into the schema or the
+ * data. Inside a query the scanner's tokens, with their clause and depth (sql-tokens.ts),
+ * are spliced as text: a wrong filter, join, aggregate, DISTINCT, NULL handling, boundary,
+ * operator, rounding, sort order or column.
  */
-import { scanSync, type ScanToken } from 'libpg-query';
+import { parseSync } from 'libpg-query';
 import { loadSqlParser } from '../../runners/sql-script.js';
-import { lineAt, type Edit } from './edits.js';
+import type { BugFamily } from '../families.js';
+import { changeText, lineAt, type Edit } from './edits.js';
+import { queryEdits } from './sql-query.js';
+import { scanRegion } from './sql-tokens.js';
 
-const SWAPS: Record<string, { to: string[]; family: Edit['family'] }> = {
-  '<': { to: ['<=', '>='], family: 'comparison' },
-  '<=': { to: ['<', '>'], family: 'comparison' },
-  '>': { to: ['>=', '<='], family: 'comparison' },
-  '>=': { to: ['>', '<'], family: 'comparison' },
-  '=': { to: ['<>'], family: 'comparison' },
-  '<>': { to: ['='], family: 'comparison' },
-  '!=': { to: ['='], family: 'comparison' },
-  '+': { to: ['-'], family: 'arithmetic' },
-  '-': { to: ['+'], family: 'arithmetic' },
-  '*': { to: ['/'], family: 'arithmetic' },
-  '/': { to: ['*'], family: 'arithmetic' },
-  AND: { to: ['OR'], family: 'logical' },
-  OR: { to: ['AND'], family: 'logical' },
-  ASC: { to: ['DESC'], family: 'ordering' },
-  DESC: { to: ['ASC'], family: 'ordering' },
-  TRUE: { to: ['FALSE'], family: 'boolean' },
-  FALSE: { to: ['TRUE'], family: 'boolean' },
-  MIN: { to: ['MAX'], family: 'method' },
-  MAX: { to: ['MIN'], family: 'method' },
-  DISTINCT: { to: [''], family: 'method' },
-};
-// A select list item (or a RETURN expression) ends at one of these, at its own nesting depth.
-const EXPRESSION_END = new Set([',', ';', 'FROM', 'WHERE', 'GROUP', 'ORDER', 'LIMIT', 'HAVING', 'UNION', 'INTERSECT', 'EXCEPT', 'INTO', 'OFFSET', 'WINDOW']);
+export type ColumnKind = 'number' | 'text' | 'time' | 'bool' | 'other';
+
+export interface Column {
+  name: string;
+  kind: ColumnKind;
+  nullable: boolean;
+}
+
+export interface SqlSchema {
+  /** Columns by table name (lower case). */
+  tables: Map<string, Column[]>;
+  /** The distinct string values the file's INSERTs use, in order (with their quotes). */
+  literals: string[];
+}
+
+/** Adds one edit replacing [start, end) of the file; `context` is the span shown in the description. */
+export type AddEdit = (start: number, end: number, replacement: string, family: BugFamily, context?: [number, number]) => void;
+
+const KINDS: [RegExp, ColumnKind][] = [
+  [/^(int[248]?|integer|bigint|smallint|numeric|decimal|float[48]?|real|double|money|serial|bigserial)$/, 'number'],
+  [/^(text|varchar|bpchar|char|character|citext|name)$/, 'text'],
+  [/^(date|time|timetz|timestamp|timestamptz|interval)$/, 'time'],
+  [/^bool(ean)?$/, 'bool'],
+];
 
 export async function loadSqlMutator(): Promise<void> {
   await loadSqlParser();
@@ -39,98 +45,84 @@ export async function loadSqlMutator(): Promise<void> {
 /** Call `loadSqlMutator()` first. */
 export function sqlEdits(path: string, text: string): Edit[] {
   const bytes = Buffer.from(text, 'utf8');
-  const charAt = byteToChar(text);
+  const charOf = (byte: number) => bytes.subarray(0, byte).toString('utf8').length;
+  let statements: { stmt: Record<string, unknown>; stmt_location?: number; stmt_len?: number }[];
+  try {
+    statements = (parseSync(text) as { stmts: typeof statements }).stmts ?? [];
+  } catch {
+    return [];
+  }
+  const regions = statements.map((s) => {
+    const start = s.stmt_location ?? 0;
+    const end = s.stmt_len ? start + s.stmt_len : bytes.length;
+    return {
+      kind: Object.keys(s.stmt)[0]!,
+      node: Object.values(s.stmt)[0] as Record<string, unknown>,
+      start: charOf(start),
+      end: charOf(end),
+    };
+  });
+  const schema: SqlSchema = { tables: new Map(), literals: [] };
+  for (const region of regions) {
+    if (region.kind === 'CreateStmt') addTable(schema, region.node);
+    if (region.kind === 'InsertStmt') {
+      for (const token of scanRegion(text.slice(region.start, region.end), region.start)) {
+        if (token.tokenName === 'SCONST' && token.text.startsWith("'") && !schema.literals.includes(token.text))
+          schema.literals.push(token.text);
+      }
+    }
+  }
   const edits: Edit[] = [];
-  const scanRegion = (byteStart: number, byteEnd: number, scope: string | null) => {
-    const region = bytes.subarray(byteStart, byteEnd).toString('utf8');
-    let tokens: ScanToken[];
-    try {
-      tokens = scanSync(region).tokens;
-    } catch {
-      return;
+  for (const region of regions) {
+    let scope: string | null = null;
+    let body: { start: number; end: number } | null = null;
+    const tokens = scanRegion(text.slice(region.start, region.end), region.start);
+    if (region.kind === 'CreateFunctionStmt') {
+      const names = (region.node.funcname as { String: { sval: string } }[] | undefined) ?? [];
+      scope = names.at(-1)?.String.sval ?? null;
+      const quoted = tokens.find((t) => t.tokenName === 'SCONST' && /^\$[A-Za-z_]*\$/.test(t.text));
+      const tag = quoted ? /^\$[A-Za-z_]*\$/.exec(quoted.text)![0].length : 0;
+      if (quoted) body = { start: quoted.start + tag, end: quoted.end - tag };
+    } else if (region.kind === 'ViewStmt') {
+      const as = tokens.find((t) => t.upper === 'AS' && t.depth === 0);
+      if (as) body = { start: as.end, end: region.end };
+      const view = (region.node.view as { relname?: string } | undefined)?.relname;
+      scope = view ?? null;
     }
-    const at = (t: ScanToken) => ({ start: charAt(byteStart + t.start), end: charAt(byteStart + t.end) });
-    let functionName: string | null = null;
-    for (let i = 0; i < tokens.length; i++) {
-      const token = tokens[i]!;
-      const word = token.text.toUpperCase();
-      const { start, end } = at(token);
-      const add = (s: number, e: number, replacement: string, family: Edit['family'], change: string) =>
-        edits.push({ file: path, start: s, end: e, replacement, family, scope: scope ?? functionName, line: lineAt(text, s), change });
-      if (word === 'FUNCTION' && tokens[i + 1]) functionName = tokens[i + 1]!.text;
-      const swap = SWAPS[word] ?? SWAPS[token.text];
-      if (swap && (token.keywordKind > 0 || !/^[A-Z]/.test(word) || (word === 'MIN' || word === 'MAX') && tokens[i + 1]?.text === '(')) {
-        for (const to of swap.to) add(start, end, to, swap.family, `\`${token.text}\` → \`${to || '(removed)'}\``);
-      }
-      if (token.tokenName === 'ICONST') add(start, end, String(Number(token.text) + 1), 'constant', `\`${token.text}\` → \`${Number(token.text) + 1}\``);
-      if (word === 'SELECT' || word === 'RETURN') {
-        const from = word === 'SELECT' && tokens[i + 1]?.text.toUpperCase() === 'DISTINCT' ? i + 2 : i + 1;
-        const last = expressionEnd(tokens, from);
-        if (last >= from) {
-          const s = at(tokens[from]!).start;
-          const e = at(tokens[last]!).end;
-          const expression = text.slice(s, e);
-          const booleanLike = atDepthZero(tokens.slice(from, last + 1)).some((t) => BOOLEAN_TOKENS.has(t.text.toUpperCase()));
-          const replacement = booleanLike ? `NOT (${expression})` : `(${expression}) + 1`;
-          add(s, e, replacement, 'return', `\`${clip(expression)}\` → \`${clip(replacement)}\``);
-        }
-      }
-      // Dollar-quoted bodies hold the function's code: scan inside them.
-      const dollar = /^\$([A-Za-z_]*)\$/.exec(token.text);
-      if (token.tokenName === 'SCONST' && dollar) {
-        const tag = dollar[0].length;
-        scanRegion(byteStart + token.start + tag, byteStart + token.end - tag, scope ?? functionName);
-      }
-    }
-  };
-  scanRegion(0, bytes.length, null);
+    if (!body) continue;
+    const add: AddEdit = (start, end, replacement, family, context) => {
+      const [from, to] = context ?? [start, end];
+      edits.push({
+        file: path,
+        start,
+        end,
+        replacement,
+        family,
+        scope,
+        line: lineAt(text, start),
+        change: changeText(text.slice(from, to), text.slice(from, start) + replacement + text.slice(end, to)),
+      });
+    };
+    queryEdits(scanRegion(text.slice(body.start, body.end), body.start), text, schema, add);
+  }
   return edits;
 }
 
-const BOOLEAN_TOKENS = new Set(['<', '>', '<=', '>=', '=', '<>', '!=', 'AND', 'OR', 'NOT', 'EXISTS', 'IN', 'LIKE', 'TRUE', 'FALSE', 'IS']);
-
-/** The tokens outside any parentheses: a comparison inside a subquery says nothing about the result's type. */
-function atDepthZero(tokens: ScanToken[]): ScanToken[] {
-  let depth = 0;
-  return tokens.filter((t) => {
-    if (t.text === '(') depth++;
-    else if (t.text === ')') depth--;
-    else return depth === 0;
-    return false;
-  });
-}
-
-/** Index of the last token of the expression starting at `from`, or from - 1 if there is none. */
-function expressionEnd(tokens: ScanToken[], from: number): number {
-  let depth = 0;
-  let i = from;
-  for (; i < tokens.length; i++) {
-    const text = tokens[i]!.text.toUpperCase();
-    if (text === '(') depth++;
-    else if (text === ')') {
-      if (depth === 0) break;
-      depth--;
-    } else if (depth === 0 && EXPRESSION_END.has(text)) break;
+function addTable(schema: SqlSchema, node: Record<string, unknown>): void {
+  const name = String((node.relation as { relname?: string } | undefined)?.relname ?? '').toLowerCase();
+  if (!name) return;
+  const columns: Column[] = [];
+  for (const element of (node.tableElts as Record<string, unknown>[] | undefined) ?? []) {
+    const column = element.ColumnDef as
+      | { colname?: string; typeName?: { names?: { String: { sval: string } }[] }; constraints?: { Constraint: { contype: string } }[] }
+      | undefined;
+    if (!column?.colname) continue;
+    const type = column.typeName?.names?.at(-1)?.String.sval.toLowerCase() ?? '';
+    const kind = KINDS.find(([pattern]) => pattern.test(type))?.[1] ?? 'other';
+    const nullable = !(column.constraints ?? []).some(
+      (c) => c.Constraint.contype === 'CONSTR_NOTNULL' || c.Constraint.contype === 'CONSTR_PRIMARY',
+    );
+    columns.push({ name: column.colname.toLowerCase(), kind, nullable });
   }
-  return i - 1;
-}
-
-function byteToChar(text: string): (byte: number) => number {
-  if (Buffer.byteLength(text) === text.length) return (byte) => byte;
-  const map: number[] = [];
-  let byte = 0;
-  let index = 0;
-  for (const character of text) {
-    const size = Buffer.byteLength(character);
-    for (let k = 0; k < size; k++) map[byte + k] = index;
-    byte += size;
-    index += character.length;
-  }
-  map[byte] = text.length;
-  return (b) => map[b] ?? text.length;
-}
-
-function clip(code: string): string {
-  const flat = code.replace(/\s+/g, ' ');
-  return flat.length > 60 ? `${flat.slice(0, 57)}...` : flat;
+  schema.tables.set(name, columns);
 }

@@ -1,0 +1,131 @@
+/**
+ * The scale curve: Sluice's drain of no-op jobs, without a cap and with the global cap, by
+ * 1, 2, 4, 8 and 16 worker processes (concurrency 10 each), connected to PostgreSQL
+ * directly and through PgBouncer in transaction mode (where Debian's pgbouncer is
+ * installed). Each point is one run of the bench (`--phases=proc4 --procs=N`, the median
+ * of its rounds), so a point is measured exactly as the side-by-side table's are. The
+ * table is written between `<!-- scale:begin -->` and `<!-- scale:end -->` of
+ * docs/PERFORMANCE.md.
+ *
+ *   npm run bench:scale [-- --procs=1,2,4,8,16 --rounds=3 --proc-jobs=20000 --pgbouncer-pool=20 --no-docs]
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { hasPgBouncer } from '@sluice/testkit';
+import { writeRegion } from './docs.js';
+import { entry, EXEC_ARGV } from './entries.js';
+import { log } from './util.js';
+
+const REPO_DIR = fileURLToPath(new URL('../..', import.meta.url));
+
+interface Point {
+  jps: number | null;
+  /** CPU of the whole machine during the drain, % of one core. */
+  machinePct: number | null;
+  error: string | null;
+}
+
+const { values } = parseArgs({
+  options: {
+    procs: { type: 'string', default: '1,2,4,8,16' },
+    rounds: { type: 'string', default: '3' },
+    'proc-jobs': { type: 'string', default: '20000' },
+    'pgbouncer-pool': { type: 'string', default: '20' },
+    'out-dir': { type: 'string', default: join(REPO_DIR, 'bench', 'results', 'scale') },
+    'no-docs': { type: 'boolean', default: false },
+  },
+  strict: true,
+});
+const positive = (name: string, raw: string): number => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got "${raw}"`);
+  return n;
+};
+const procs = values.procs.split(',').map((p) => positive('procs', p.trim()));
+const pool = positive('pgbouncer-pool', values['pgbouncer-pool']);
+const outDir = resolve(values['out-dir']);
+const routes = hasPgBouncer() ? (['direct', 'pgbouncer'] as const) : (['direct'] as const);
+if (routes.length === 1) log('pgbouncer is not installed (apt-get install pgbouncer): the direct route only');
+
+/** One bench run for `n` processes on `route`: both variants, their medians. */
+function measure(route: (typeof routes)[number], n: number): Record<string, Point> {
+  const dir = join(outDir, `${route}-${n}`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const args = [
+    ...EXEC_ARGV,
+    entry('main'),
+    '--systems=sluice',
+    '--variants=cap-off,cap-on',
+    '--phases=proc4',
+    `--procs=${n}`,
+    `--rounds=${values.rounds}`,
+    `--proc-jobs=${values['proc-jobs']}`,
+    '--no-pgbench',
+    '--no-docs',
+    `--db-name=sluice_bench_scale`,
+    `--out-dir=${dir}`,
+    ...(route === 'pgbouncer' ? [`--pgbouncer-pool=${pool}`] : []),
+  ];
+  log(`scale: ${route}, ${n} process(es) × 10`);
+  const run = spawnSync(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  const file = readdirSync(dir).find((f) => /^\d{8}T\d{6}Z\.json$/.test(f));
+  if (run.status !== 0 || !file) {
+    const error = `bench exited ${run.status ?? run.signal}`;
+    return { 'cap-off': { jps: null, machinePct: null, error }, 'cap-on': { jps: null, machinePct: null, error } };
+  }
+  const report = JSON.parse(readFileSync(join(dir, file), 'utf8')) as {
+    cases: {
+      variant: string;
+      median: { proc4?: { jps?: number; cpu_pct_of_one_core?: { machine?: number } } };
+      runs: { errors: string[] }[];
+    }[];
+  };
+  return Object.fromEntries(
+    report.cases.map((c) => [
+      c.variant,
+      {
+        jps: c.median.proc4?.jps ?? null,
+        machinePct: c.median.proc4?.cpu_pct_of_one_core?.machine ?? null,
+        error: c.runs.flatMap((r) => r.errors)[0] ?? null,
+      },
+    ]),
+  );
+}
+
+const started = new Date();
+const points = new Map<string, Record<string, Point>>();
+for (const n of procs) for (const route of routes) points.set(`${route}:${n}`, measure(route, n));
+
+const cell = (p: Point | undefined): string =>
+  !p
+    ? 'n/a'
+    : p.jps === null
+      ? `failed (${p.error ?? 'no figure'})`
+      : `${Math.round(p.jps).toLocaleString('en-US')}${p.machinePct === null ? '' : ` (${Math.round(p.machinePct)} %)`}`;
+const header = routes.flatMap((r) => {
+  const via = r === 'direct' ? 'direct' : `PgBouncer, ${pool} server connections`;
+  return [`no cap, ${via}`, `cap 40, ${via}`];
+});
+const table = [
+  `| worker processes × 10 | ${header.join(' | ')} |`,
+  `|---|${header.map(() => '---|').join('')}`,
+  ...procs.map(
+    (n) => `| ${n} | ${routes.flatMap((r) => ['cap-off', 'cap-on'].map((v) => cell(points.get(`${r}:${n}`)?.[v]))).join(' | ')} |`,
+  ),
+].join('\n');
+const region = [
+  `_Generated by \`npm run bench:scale\` (${values.rounds} round(s) a point, ${Number(values['proc-jobs']).toLocaleString('en-US')} no-op jobs a drain) on ${started.toISOString()}; everything between the markers is rewritten by the next run._`,
+  '',
+  "Jobs per second of the drain (the machine's CPU during it, % of one core of 2). Behind PgBouncer the workers poll (transaction mode carries no LISTEN).",
+  '',
+  table,
+].join('\n');
+process.stdout.write(`${region}\n`);
+if (!values['no-docs']) {
+  writeRegion(join(REPO_DIR, 'docs', 'PERFORMANCE.md'), 'scale', region);
+  log('scale: docs/PERFORMANCE.md rewritten between its scale markers');
+}
