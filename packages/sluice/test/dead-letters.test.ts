@@ -1,6 +1,7 @@
 // Dead letters, dead-letter queues and retention.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { waitFor } from '@sluice/testkit';
 import { ValidationError, type Sluice } from '../src/index.js';
 import { makeSluice, manualClock, sqlClient, uniqueQueue } from './helpers.js';
 
@@ -176,4 +177,38 @@ test('retention deletes finished jobs past their age in batches; archiving moves
   clock.advance(3600_000);
   assert.equal((await sluice.runMaintenance()).pruned, 1);
   assert.equal((await sluice.stats(del)).dead, 0);
+});
+
+test('retention keeps pace with a fast queue: one tick prunes past 20,000 jobs, and a later queue is not held back', async () => {
+  const sluice = await makeSluice();
+  const client = await sqlClient();
+  // Named so that the busy queue comes first in the tick's walk.
+  const busy = uniqueQueue('a-busy');
+  const quiet = uniqueQueue('z-quiet');
+  await sluice.queues.put(busy, { retention: { completedSeconds: 60 } });
+  await sluice.queues.put(quiet, { retention: { completedSeconds: 60 } });
+  const finishOld = async (q: string, n: number) => {
+    for (let left = n; left > 0; left -= 10_000) {
+      await sluice.sendMany(
+        q,
+        Array.from({ length: Math.min(left, 10_000) }, (_, i) => ({ data: i })),
+      );
+    }
+    await client.query(
+      `UPDATE sluice.job SET state = 'completed', finished_at = now() - interval '1 hour', attempts = 1 WHERE queue = $1`,
+      [q],
+    );
+  };
+  await finishOld(busy, 25_000);
+  await finishOld(quiet, 3);
+  const left = async (q: string) =>
+    (await client.query('SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1', [q])).rows[0].n as number;
+  // One tick, and the next an hour away: what is pruned below is this tick's work.
+  sluice.startMaintenance({ intervalMs: 3_600_000 });
+  await waitFor(async () => (await left(quiet)) === 0, { timeoutMs: 60_000, message: 'the quiet queue pruned' });
+  await waitFor(async () => (await left(busy)) === 0, {
+    timeoutMs: 120_000,
+    message: 'all 25,000 of the busy queue pruned by the one tick',
+  });
+  await client.end();
 });

@@ -112,7 +112,8 @@ export class Maintenance {
         // A slot missed by more than two ticks is an outage, as far as `catchUp: none` goes.
         const graceMs = Math.max(60_000, 2 * this.intervalMs);
         const scheduled = await enqueueDueSlots(db, this.deps.now(), graceMs, this.deps.logger);
-        const pruned = await pruneFinished(db, this.deps.now());
+        // Half the interval for retention: the next tick goes on where this one stopped.
+        const pruned = await pruneFinished(db, this.deps.now(), this.intervalMs / 2);
         await pruneStarts(db, this.deps.now());
         await pruneEventListeners(db);
         // The series' gauges, sampled by the one tick of the cluster that holds the lock.
