@@ -25,15 +25,21 @@ const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const API_TOKEN = 'spike-api-token-0123456789abcdef';
 const ADMIN_TOKEN = 'spike-admin-token-0123456789abcdef';
 
-export interface SpikeOptions {
+/** How an instance of `npm start` is run on the shared database. */
+export interface InstanceOptions {
   databaseUrl: string;
+  /** Each instance's `SLUICE_DB_POOL_SIZE`. */
+  poolSize: number;
+  /** Offline generation time, in ms (the spike's setup: 3 s). */
+  generationDelayMs?: number;
+  /** Environment besides the defaults below (settings of the platform). */
+  env?: Record<string, string>;
+}
+
+export interface SpikeOptions extends InstanceOptions {
   instances: number;
   users: number;
   perUser: number;
-  /** Each instance's `SLUICE_DB_POOL_SIZE`. */
-  poolSize: number;
-  /** Offline generation time, in ms (the issue's setup: 3 s). */
-  generationDelayMs?: number;
   /** Where instances' output goes besides the report (their logs at warn). */
   log?: (line: string) => void;
 }
@@ -58,14 +64,14 @@ export interface SpikeReport {
   spikeMs: number;
 }
 
-interface Instance {
+export interface Instance {
   child: ChildProcess;
   url: string;
   output: () => string;
   dataDir: string;
 }
 
-async function startInstance(options: SpikeOptions, index: number): Promise<Instance> {
+export async function startInstance(options: InstanceOptions, index: number): Promise<Instance> {
   const dataDir = mkdtempSync(join(tmpdir(), `sluice-spike-${index}-`));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -78,8 +84,10 @@ async function startInstance(options: SpikeOptions, index: number): Promise<Inst
     SLUICE_DEMO_WORKER: '0',
     SLUICE_MISSIONS_REFILL_CRON: 'off',
     SLUICE_MISSIONS_GENERATION_DELAY_MS: String(options.generationDelayMs ?? 3_000),
-    // No proof runs in a spike of requests: what is measured is admission.
+    // One proof at a time in the whole cluster: what a spike of requests measures is admission.
     SLUICE_MISSIONS_PROOF_CONCURRENCY: '1',
+    SLUICE_MISSIONS_PROOF_CLUSTER_CAP: '1',
+    ...options.env,
   };
   delete env.TEST_DATABASE_URL;
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
@@ -103,7 +111,7 @@ async function startInstance(options: SpikeOptions, index: number): Promise<Inst
   }
 }
 
-async function stopInstance(instance: Instance): Promise<void> {
+export async function stopInstance(instance: Instance): Promise<void> {
   if (instance.child.exitCode === null) {
     const exited = once(instance.child, 'exit');
     instance.child.kill('SIGTERM');
@@ -114,7 +122,7 @@ async function stopInstance(instance: Instance): Promise<void> {
   rmSync(instance.dataDir, { recursive: true, force: true });
 }
 
-async function ask(instance: Instance, index: number, userId: string): Promise<SpikeAnswer> {
+export async function ask(instance: Instance, index: number, userId: string): Promise<SpikeAnswer> {
   const started = performance.now();
   try {
     const response = await fetch(`${instance.url}/api/missions/request`, {

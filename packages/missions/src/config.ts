@@ -2,7 +2,10 @@
 import { availableParallelism } from 'node:os';
 
 export interface QueueLimits {
-  /** Global cap on running jobs. For generation this one value is also the client's local semaphore. */
+  /**
+   * Generation: the global cap on running jobs, and the client's local semaphore too.
+   * Proofs and gradings: the jobs this host runs at once (see `SuiteLimits`).
+   */
   concurrency: number;
   /** Ready jobs beyond which new requests are shed (503). */
   maxPending: number;
@@ -26,8 +29,17 @@ export interface ModelLimits {
   tokensPerGeneration: number;
 }
 
+/**
+ * Test suites (proofs, gradings) are CPU work on the host that runs them: each host runs up
+ * to `concurrency` at once (its cores by default), so a second instance adds capacity.
+ * `clusterConcurrency`, when set, caps the queue across every host as well.
+ */
+export interface SuiteLimits extends QueueLimits {
+  clusterConcurrency: number | null;
+}
+
 /** Grading's limits: a user's submissions waiting or being graded at once (`maxPerKey`) too. */
-export interface GradingLimits extends QueueLimits {
+export interface GradingLimits extends SuiteLimits {
   perUserLimit: number;
 }
 
@@ -42,9 +54,9 @@ export interface MissionsConfig {
   generation: QueueLimits;
   /** The provider's rate and token limits, on the generation queue. */
   model: ModelLimits;
-  /** Proofs run test suites on this host: CPU work, capped by its cores by default. */
-  proving: QueueLimits;
-  /** Gradings run test suites too: capped by the host's cores by default. */
+  /** Proofs run test suites on each host: CPU work, up to its cores by default. */
+  proving: SuiteLimits;
+  /** Gradings run test suites too: up to each host's cores by default. */
   grading: GradingLimits;
   /** A mission retires after this many serves... */
   retireAfterServes: number;
@@ -94,8 +106,8 @@ export const DEFAULT_CONFIG: MissionsConfig = {
   requestsPerUser: 3,
   generation: { concurrency: 40, maxPending: 200, maxAttempts: 5, retryBaseMs: 2_000 },
   model: { generationsPerMinute: null, tokensPerMinute: null, tokensPerGeneration: 8_000 },
-  proving: { concurrency: HOST_CORES, maxPending: 1_000, maxAttempts: 5, retryBaseMs: 2_000 },
-  grading: { concurrency: HOST_CORES, perUserLimit: 3, maxPending: 500, maxAttempts: 3, retryBaseMs: 2_000 },
+  proving: { concurrency: HOST_CORES, clusterConcurrency: null, maxPending: 1_000, maxAttempts: 5, retryBaseMs: 2_000 },
+  grading: { concurrency: HOST_CORES, clusterConcurrency: null, perUserLimit: 3, maxPending: 500, maxAttempts: 3, retryBaseMs: 2_000 },
   retireAfterServes: 50,
   retireAfterServesTechnical: 100,
   autoApprove: false,
@@ -115,7 +127,7 @@ export const DEFAULT_CONFIG: MissionsConfig = {
 export type MissionsConfigInput = Partial<Omit<MissionsConfig, 'generation' | 'model' | 'proving' | 'grading'>> & {
   generation?: Partial<QueueLimits>;
   model?: Partial<ModelLimits>;
-  proving?: Partial<QueueLimits>;
+  proving?: Partial<SuiteLimits>;
   grading?: Partial<GradingLimits>;
 };
 

@@ -166,12 +166,17 @@ export class Missions {
       rateLimit: generationsPerMinute === null ? null : { count: generationsPerMinute, periodMs: 60_000 },
       budget: tokensPerMinute === null ? null : { units: tokensPerMinute, periodMs: 60_000 },
     });
-    await this.sluice.queues.put(PROVING_QUEUE, policyOf(this.config.proving, this.config.requestsPerUser));
+    // Proofs and gradings: each host's workers run up to its own cores (startWorkers), and
+    // the queue has no cluster-wide cap unless one is configured.
+    await this.sluice.queues.put(
+      PROVING_QUEUE,
+      policyOf(this.config.proving, this.config.requestsPerUser, this.config.proving.clusterConcurrency),
+    );
     // A grading job that dies is sent here (by Sluice, in the transaction that kills it,
     // whichever process or sweep does), and its submission is marked `error`.
     await this.sluice.queues.put(GRADING_DEAD_QUEUE, { concurrency: 2, maxAttempts: 10 });
     await this.sluice.queues.put(GRADING_QUEUE, {
-      ...policyOf(this.config.grading, this.config.grading.perUserLimit),
+      ...policyOf(this.config.grading, this.config.grading.perUserLimit, this.config.grading.clusterConcurrency),
       deadLetterQueue: GRADING_DEAD_QUEUE,
     });
     // One refill at a time is enough: each is a handful of sends.
@@ -432,9 +437,9 @@ export class Missions {
   }
 }
 
-function policyOf(limits: QueueLimits, maxPerKey: number | null) {
+function policyOf(limits: QueueLimits, maxPerKey: number | null, concurrency: number | null = limits.concurrency) {
   return {
-    concurrency: limits.concurrency,
+    concurrency,
     maxPerKey,
     maxPending: limits.maxPending,
     maxAttempts: limits.maxAttempts,

@@ -25,9 +25,12 @@ export interface PlatformSettings {
   /** null: no refill schedule. */
   refillCron: string | null;
   domainMapPath: string | undefined;
-  /** Proof and grading jobs at once across the cluster; default the host's cores. */
+  /** Proof and grading jobs at once on this host; default its cores. */
   proofConcurrency: number;
   gradingConcurrency: number;
+  /** Proof and grading jobs at once across every instance; null: no such cap (each host adds capacity). */
+  proofClusterConcurrency: number | null;
+  gradingClusterConcurrency: number | null;
   /** How many times a proof runs each side (the engine's `proofRepetitions`); undefined: its default. */
   proofRepetitions: number | undefined;
   /** The model provider's limits, on the generation queue. */
@@ -58,10 +61,12 @@ Missions platform (environment):
   SLUICE_MISSIONS_REFILL_TARGET         approved + pending missions kept per domain (default 5)
   SLUICE_MISSIONS_REFILL_CRON           when the refill runs, or "off" (default */5 * * * *)
   SLUICE_MISSIONS_DOMAIN_MAP            role → domains JSON file (default packages/missions/config/domain-map.json)
-  SLUICE_MISSIONS_PROOF_CONCURRENCY     suite runs at once across proofs (default: the host's cores)
+  SLUICE_MISSIONS_PROOF_CONCURRENCY     suite runs at once across proofs on this host (default: its cores)
+  SLUICE_MISSIONS_PROOF_CLUSTER_CAP     proofs at once across every instance (default: none, each host adds capacity)
   SLUICE_MISSIONS_VARIANTS              proven bugs of distinct families per mission, one per candidate in turn (default 3)
   SLUICE_MISSIONS_PROOF_REPETITIONS     times a proof runs gold and the bug, to find flaky suites (default 3, at most ${MAX_PROOF_REPETITIONS})
-  SLUICE_MISSIONS_GRADING_CONCURRENCY   gradings running at once (default: the host's cores)
+  SLUICE_MISSIONS_GRADING_CONCURRENCY   gradings running at once on this host (default: its cores)
+  SLUICE_MISSIONS_GRADING_CLUSTER_CAP   gradings at once across every instance (default: none)
   SLUICE_MISSIONS_GENERATIONS_PER_MINUTE   generations started per minute at most, across processes (default: no limit)
   SLUICE_MISSIONS_MODEL_TOKENS_PER_MINUTE  the model's tokens per minute, a budget across processes (default: no limit)
   SLUICE_MISSIONS_TOKENS_PER_GENERATION    what one generation counts against that budget (default 8000)
@@ -118,6 +123,8 @@ export function loadPlatformSettings(env: NodeJS.ProcessEnv): PlatformSettings {
     proofConcurrency: positive(env.SLUICE_MISSIONS_PROOF_CONCURRENCY, 'SLUICE_MISSIONS_PROOF_CONCURRENCY', HOST_CORES),
     proofRepetitions: repetitions(env.SLUICE_MISSIONS_PROOF_REPETITIONS),
     gradingConcurrency: positive(env.SLUICE_MISSIONS_GRADING_CONCURRENCY, 'SLUICE_MISSIONS_GRADING_CONCURRENCY', HOST_CORES),
+    proofClusterConcurrency: optionalPositive(env.SLUICE_MISSIONS_PROOF_CLUSTER_CAP, 'SLUICE_MISSIONS_PROOF_CLUSTER_CAP'),
+    gradingClusterConcurrency: optionalPositive(env.SLUICE_MISSIONS_GRADING_CLUSTER_CAP, 'SLUICE_MISSIONS_GRADING_CLUSTER_CAP'),
     model: {
       generationsPerMinute: optionalPositive(env.SLUICE_MISSIONS_GENERATIONS_PER_MINUTE, 'SLUICE_MISSIONS_GENERATIONS_PER_MINUTE'),
       tokensPerMinute: optionalPositive(env.SLUICE_MISSIONS_MODEL_TOKENS_PER_MINUTE, 'SLUICE_MISSIONS_MODEL_TOKENS_PER_MINUTE'),
@@ -211,8 +218,8 @@ export function missionsExtension(
           autoApprove: settings.autoApprove,
           refillTargetPerDomain: settings.refillTargetPerDomain,
           refillCron: settings.refillCron,
-          proving: { concurrency: settings.proofConcurrency },
-          grading: { concurrency: settings.gradingConcurrency },
+          proving: { concurrency: settings.proofConcurrency, clusterConcurrency: settings.proofClusterConcurrency },
+          grading: { concurrency: settings.gradingConcurrency, clusterConcurrency: settings.gradingClusterConcurrency },
           model: settings.model,
           invitationTtlMs: settings.invitationTtlHours * 3_600_000,
           hintAfterFailedSubmissions: settings.hintAfterFailedSubmissions,
@@ -243,6 +250,12 @@ export function missionsExtension(
   };
 }
 
+function clusterCaps(proofs: number | null, gradings: number | null): string {
+  if (proofs === null && gradings === null) return 'each instance adds its own';
+  const cap = (n: number | null) => (n === null ? 'none' : String(n));
+  return `across instances at most ${cap(proofs)} proofs and ${cap(gradings)} gradings`;
+}
+
 function describe(missions: Missions, sandbox: SandboxStatus, settings: PlatformSettings): string[] {
   const { generation, proving, grading, model } = missions.config;
   const lines = [
@@ -252,7 +265,8 @@ function describe(missions: Missions, sandbox: SandboxStatus, settings: Platform
       (model.tokensPerMinute === null
         ? ''
         : `, ${model.tokensPerMinute} model tokens a minute (${model.tokensPerGeneration} per generation)`),
-    `missions: test suites on this host (${HOST_CORES} cores): missions.prove cap ${proving.concurrency}, missions.grade cap ${grading.concurrency}`,
+    `missions: test suites on this host (${HOST_CORES} cores): ${proving.concurrency} proofs and ${grading.concurrency} gradings at once` +
+      `, ${clusterCaps(proving.clusterConcurrency, grading.clusterConcurrency)}`,
     `missions: ${settings.autoApprove ? 'proven missions are served at once (auto-approve)' : 'proven missions wait for QA review on the dashboard (Missions → QA)'}; ` +
       `refill ${settings.refillCron ? `"${settings.refillCron}" to ${settings.refillTargetPerDomain} per domain` : 'off'}`,
   ];

@@ -2,7 +2,7 @@
 import { after, before, beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { KeyLimitError } from 'sluice';
-import { GENERATION_QUEUE, PROVING_QUEUE, type MissionsError, type Instance } from '../src/index.js';
+import { GENERATION_QUEUE, GRADING_QUEUE, PROVING_QUEUE, type MissionsError, type Instance } from '../src/index.js';
 import { harness, insertMission, type Harness } from './helpers.js';
 
 let h: Harness;
@@ -157,4 +157,7 @@ test('the generation queue and the client semaphore read one limit', async () =>
   assert.equal(queue.maxAttempts, 5);
   assert.equal(h.missions.generationSemaphore.limit, queue.concurrency);
   assert.equal((await h.sluice.queues.get(PROVING_QUEUE))!.maxPerKey, h.missions.config.requestsPerUser);
+  // Test suites run on each host up to its own limit: no cap across instances unless configured.
+  assert.equal((await h.sluice.queues.get(PROVING_QUEUE))!.concurrency, null);
+  assert.equal((await h.sluice.queues.get(GRADING_QUEUE))!.concurrency, null);
 });
