@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { waitFor } from '@sluice/testkit';
 import { ValidationError, type Sluice } from '../src/index.js';
+import { bindValues, sqlFor } from '../src/db/sql.js';
 import { makeSluice, manualClock, sqlClient, uniqueQueue } from './helpers.js';
 
 /** Send a job and fail it until it is dead, with the given error message. */
@@ -210,5 +211,49 @@ test('retention keeps pace with a fast queue: one tick prunes past 20,000 jobs, 
     timeoutMs: 120_000,
     message: 'all 25,000 of the busy queue pruned by the one tick',
   });
+  await client.end();
+});
+
+test('retention reads the finished-jobs index, even in a generic plan: no batch sorts the queue', async () => {
+  const sluice = await makeSluice();
+  const client = await sqlClient();
+  const q = uniqueQueue('plan');
+  await sluice.queues.put(q, {});
+  for (let i = 0; i < 5; i++)
+    await sluice.sendMany(
+      q,
+      Array.from({ length: 1000 }, (_, j) => ({ data: j })),
+    );
+  await client.query(`UPDATE sluice.job SET state = 'completed', finished_at = now() - interval '1 hour', attempts = 1 WHERE queue = $1`, [
+    q,
+  ]);
+  await client.query('ANALYZE sluice.job');
+  // As a pooled connection ends up running it: one plan for every value of its parameters.
+  await client.query('SET plan_cache_mode = force_generic_plan');
+  for (const name of ['JobDeleteFinished', 'JobArchiveFinished']) {
+    const statement = sqlFor('sluice').query(name);
+    await client.query('BEGIN');
+    try {
+      const reads = async () =>
+        (
+          await client.query(
+            `SELECT (SELECT coalesce(sum(seq_tup_read), 0)::int FROM pg_stat_xact_user_tables WHERE schemaname = 'sluice' AND relname = 'job') AS seq,
+                    pg_stat_get_xact_tuples_returned('sluice.job_finished_idx'::regclass)::int AS finished`,
+          )
+        ).rows[0] as { seq: number; finished: number };
+      const before = await reads();
+      const { rowCount } = await client.query({
+        name: `plan-${name}`,
+        text: statement.text,
+        values: bindValues(statement, [q, 'completed', new Date(), 100, null]),
+      });
+      const after = await reads();
+      assert.equal(rowCount, 100, `${name}: a batch of 100`);
+      assert.equal(after.seq - before.seq, 0, `${name}: rows read by sequential scans`);
+      assert.ok(after.finished - before.finished >= 100, `${name}: read through the finished-jobs index`);
+    } finally {
+      await client.query('ROLLBACK');
+    }
+  }
   await client.end();
 });

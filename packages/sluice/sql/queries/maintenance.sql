@@ -47,10 +47,14 @@ SELECT f.queue, f.n, f.job_id::text AS job_id FROM freed f, (SELECT count(*) FRO
 -- name: JobDeleteFinished
 -- Retention: delete a batch of finished jobs of one queue and state older than the cutoff,
 -- but for jobs still holding their singleton key over its period (sql/functions/unique.sql).
+-- The constant list of finished states is what lets the planner read the partial index of
+-- finished jobs: a state from a parameter cannot prove its predicate, and a plan without it
+-- sorts every finished job of the queue for each batch.
 DELETE FROM :SCHEMA.job
 WHERE id IN (
   SELECT id FROM :SCHEMA.job
   WHERE queue = $1 AND state = $2::text:::SCHEMA.job_state AND finished_at < $3::timestamptz
+    AND state IN ('completed', 'cancelled', 'dead')
     AND (singleton_until IS NULL OR singleton_until <= coalesce($5::timestamptz, now()))
   ORDER BY finished_at
   LIMIT $4
@@ -60,12 +64,14 @@ RETURNING id;
 
 -- name: JobArchiveFinished
 -- Retention with archiving: move the batch into job_archive instead. The columns are
--- named: the job table's own bookkeeping (its cap slot) has no place in the archive.
+-- named: the job table's own bookkeeping (its cap slot) has no place in the archive. The
+-- list of finished states: as in JobDeleteFinished.
 WITH moved AS (
   DELETE FROM :SCHEMA.job
   WHERE id IN (
     SELECT id FROM :SCHEMA.job
     WHERE queue = $1 AND state = $2::text:::SCHEMA.job_state AND finished_at < $3::timestamptz
+      AND state IN ('completed', 'cancelled', 'dead')
       AND (singleton_until IS NULL OR singleton_until <= coalesce($5::timestamptz, now()))
     ORDER BY finished_at
     LIMIT $4
