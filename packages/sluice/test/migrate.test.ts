@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
+import { waitFor } from '@sluice/testkit';
 import { migrateSchema, SchemaVersionError, Sluice, ValidationError } from '../src/index.js';
+import { migrate } from '../src/db/migrate.js';
 import { afterAll, makeSluice, sqlClient, testDatabase, memoryLogger } from './helpers.js';
 
 test('the template database is migrated to the latest version; migrate() again applies nothing', async () => {
@@ -127,5 +129,58 @@ test('a step headed "-- commits: alone" commits before the steps that use what i
   assert.deepEqual(
     (await pool.query('SELECT version FROM app_enum.migration ORDER BY version')).rows.map((r) => r.version),
     [1, 2, 3, 4],
+  );
+});
+
+test('a migrator whose steps another finished applies no function file again (no DDL under the traffic of instances already started)', async () => {
+  // Migrator X commits the steps up to the first that commits alone, then waits before its
+  // second transaction while migrator Y takes the lock, applies the rest and every function
+  // file. X then finds nothing to do: the functions are current, and applying them again
+  // would take table locks in the middle of Y's instance's traffic (a deadlock, seen when
+  // three instances started at once).
+  const db = await testDatabase();
+  const schema = 'race_schema';
+  const admin = await sqlClient();
+  await admin.query(`CREATE TABLE public.ddl_log (tag text, identity text)`);
+  await admin.query(`CREATE FUNCTION public.log_ddl() RETURNS event_trigger LANGUAGE plpgsql AS $$
+    DECLARE r record;
+    BEGIN
+      FOR r IN SELECT * FROM pg_event_trigger_ddl_commands() LOOP
+        INSERT INTO public.ddl_log VALUES (r.command_tag, r.object_identity);
+      END LOOP;
+    END $$`);
+  await admin.query(`CREATE EVENT TRIGGER log_ddl ON ddl_command_end EXECUTE FUNCTION public.log_ddl()`);
+  afterAll(async () => {
+    await admin.query('DROP EVENT TRIGGER IF EXISTS log_ddl');
+    await admin.end();
+  });
+  const poolX = new pg.Pool({ connectionString: db.url, max: 1 });
+  const poolY = new pg.Pool({ connectionString: db.url, max: 1 });
+  afterAll(() => Promise.all([poolX.end(), poolY.end()]));
+  let begins = 0;
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const gated = {
+    connect: async () => {
+      const client = await poolX.connect();
+      const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+      (client as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = (...args: unknown[]) =>
+        args[0] === 'BEGIN' && ++begins === 2 ? gate.then(() => query(...args)) : query(...args);
+      return client;
+    },
+  } as unknown as pg.Pool;
+  const x = migrate(gated, schema);
+  await waitFor(() => begins >= 2, { message: "X's early steps committed, X waiting before its second transaction" });
+  const y = await migrate(poolY, schema);
+  assert.ok(y.applied.length > 0, 'Y applied the steps after the early commit');
+  await admin.query('TRUNCATE public.ddl_log');
+  open();
+  const done = await x;
+  const { rows } = await admin.query(`SELECT tag, identity FROM public.ddl_log WHERE identity LIKE $1`, [`${schema}.%`]);
+  assert.deepEqual(rows, [], 'X ran no DDL on the schema after Y finished');
+  assert.deepEqual(
+    [...done.applied, ...y.applied].sort((a, b) => a - b),
+    Array.from({ length: y.version }, (_, i) => i + 1),
+    'each step applied once',
   );
 });

@@ -115,6 +115,16 @@ async function runMigrations(
         throw new SchemaVersionError(`migration ${m.version} (${m.name}) failed on schema "${schema}": ${(err as Error).message}`);
       }
     }
+    // After a numbered step every function file is applied again (a step may have dropped
+    // what one defines, or added what one uses): forgotten here, in the step's own
+    // transaction, they are all stale to whichever migrator comes next, this one or another
+    // that took the lock between this one's transactions. So a file is applied once, and
+    // never again by a migrator whose steps another finished (its DDL would take locks of
+    // tables under traffic of instances already started).
+    if (steps.length > 0 && functions.length > 0) {
+      await client.query(text('MigrationCreateFunctionTable'));
+      await client.query(text('MigrationFunctionForget'), [[]]);
+    }
   };
   try {
     const applied: number[] = [];
@@ -135,12 +145,9 @@ async function runMigrations(
     applied.push(
       ...(await locked(async (done) => {
         const missing = migrations.filter((m) => !done.has(m.version));
-        const current = functions.length > 0 ? await functionChecksums() : new Map<string, string>();
-        const stale = functions.filter((f) => current.get(f.file) !== f.checksum);
         await apply(missing);
-        // After a numbered step every file is applied again: a step may have dropped what one
-        // defines (or one committed early may have added what one uses).
-        for (const f of missing.length > 0 || applied.length > 0 ? functions : stale) {
+        const current = functions.length > 0 ? await functionChecksums() : new Map<string, string>();
+        for (const f of functions.filter((file) => current.get(file.file) !== file.checksum)) {
           try {
             await client.query(f.text);
             await client.query(text('MigrationFunctionRecord'), [f.file, f.checksum]);
