@@ -121,7 +121,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     },
   });
   const { scratchDatabase } = await import('@sluice/testkit');
-  const scratch = await scratchDatabase('scale-out');
+  const scratch = await scratchDatabase('scale_out');
   try {
     const report = await runScaleOut({
       databaseUrl: scratch.url,
