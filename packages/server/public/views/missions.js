@@ -82,8 +82,8 @@ export function missionsView() {
         h(
           'p',
           { id: 'missions-caps' },
-          `Caps: generation ${status.caps.generation} at once (the model's budget); `,
-          `proofs ${status.caps.proving} and gradings ${status.caps.grading} at once (test suites on the host's cores).`,
+          `Caps: generation ${status.caps.generation} at once across the cluster (the model's budget); `,
+          `proofs ${status.caps.proving} and gradings ${status.caps.grading} at once on this host (test suites on its cores; each instance adds its own).`,
         ),
         h(
           'p',
