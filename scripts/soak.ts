@@ -52,10 +52,9 @@ interface Sample {
 }
 
 const server = await startEmbeddedServer();
-const db = { url: server.url };
 const silent = { error() {}, warn() {}, info() {}, debug() {} };
-const sluice = new Sluice({ connectionString: db.url, logger: silent });
-const client = new pg.Client({ connectionString: db.url });
+const sluice = new Sluice({ connectionString: server.url, logger: silent });
+const client = new pg.Client({ connectionString: server.url });
 const mb = (bytes: string) => Math.round((Number(bytes) / 2 ** 20) * 10) / 10;
 const startedAt = performance.now();
 let exitCode = 1;

@@ -102,9 +102,8 @@ export class Worker {
     this.queue = queue;
     this.concurrency = validateInt(opts.concurrency, 'concurrency', { min: 1, max: 10_000 }) ?? 10;
     // Quick jobs drain as fast as claims bring them: the more each claim carries, the fewer
-    // statements and commits a job costs (a no-op drain with cap 40 at 1 process: 7k jobs/s
-    // holding 10 ahead, 18k holding up to 1,000). What a worker holds is bounded first by
-    // its jobs' speed (claim-loop.ts), so this ceiling binds only on the quickest jobs.
+    // statements and commits a job costs. What a worker holds is bounded first by its jobs'
+    // speed (claim-loop.ts), so this ceiling binds only on the quickest jobs.
     this.prefetch = validateInt(opts.prefetch, 'prefetch', { min: 0, max: 10_000 }) ?? Math.max(this.concurrency, DEFAULT_PREFETCH);
     const pollIntervalMs = validateInt(opts.pollIntervalMs, 'pollIntervalMs', { min: 10 }) ?? 1000;
     this.workerId =
