@@ -1860,30 +1860,38 @@ BEGIN
   END LOOP;
 END $function$
 ;
-CREATE OR REPLACE FUNCTION sluice.release_job(p_id bigint, p_token uuid, p_now timestamp with time zone)
+CREATE OR REPLACE FUNCTION sluice.release_jobs(p_ids bigint[], p_tokens uuid[], p_now timestamp with time zone)
  RETURNS SETOF bigint
  LANGUAGE plpgsql
 AS $function$
 DECLARE
   v_now timestamptz := coalesce(p_now, now());
-  v_job "sluice".job;
+  v_released bigint[];
+  v_cancelled bigint[];
+  v_queues text[];
+  v_parents bigint[];
 BEGIN
-  UPDATE "sluice".job
-  SET state = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END::"sluice".job_state,
-      attempts = CASE WHEN cancel_requested_at IS NULL THEN greatest(attempts - 1, 0) ELSE attempts END,
-      run_at = CASE WHEN cancel_requested_at IS NULL THEN v_now ELSE run_at END,
-      finished_at = CASE WHEN cancel_requested_at IS NOT NULL THEN v_now END,
-      lease_token = NULL, lease_expires_at = NULL
-  WHERE id = p_id AND lease_token = p_token AND state IN ('active', 'claimed')
-  RETURNING * INTO v_job;
-  IF NOT FOUND THEN
-    RETURN;
+  WITH given AS (
+    UPDATE "sluice".job j
+    SET state = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END::"sluice".job_state,
+        attempts = CASE WHEN j.cancel_requested_at IS NULL THEN greatest(j.attempts - 1, 0) ELSE j.attempts END,
+        run_at = CASE WHEN j.cancel_requested_at IS NULL THEN v_now ELSE j.run_at END,
+        finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN v_now END,
+        lease_token = NULL, lease_expires_at = NULL
+    FROM unnest(p_ids, p_tokens) AS r(id, token)
+    WHERE j.id = r.id AND j.lease_token = r.token AND j.state::text IN ('active', 'claimed')
+    RETURNING j.id, j.queue, j.state, j.has_children
+  )
+  SELECT coalesce(array_agg(g.id), '{}'),
+         coalesce(array_agg(g.id) FILTER (WHERE g.state = 'cancelled'), '{}'),
+         coalesce(array_agg(g.queue) FILTER (WHERE g.state = 'cancelled'), '{}'),
+         coalesce(array_agg(g.id) FILTER (WHERE g.state = 'cancelled' AND g.has_children), '{}')
+  INTO v_released, v_cancelled, v_queues, v_parents FROM given g;
+  IF cardinality(v_cancelled) > 0 THEN
+    PERFORM "sluice".job_ends(v_cancelled, v_queues, array_fill('cancelled'::text, ARRAY[cardinality(v_cancelled)]),
+                             v_parents, v_now, true);
   END IF;
-  IF v_job.state = 'cancelled' THEN
-    PERFORM "sluice".job_ends(ARRAY[v_job.id], ARRAY[v_job.queue], ARRAY['cancelled'],
-                             CASE WHEN v_job.has_children THEN ARRAY[v_job.id] ELSE '{}' END, v_now, true);
-  END IF;
-  RETURN NEXT v_job.id;
+  RETURN QUERY SELECT unnest(v_released);
 END $function$
 ;
 CREATE OR REPLACE FUNCTION sluice.report_cost(p_id bigint, p_token uuid, p_units integer)

@@ -543,6 +543,34 @@ test('a stop that times out aborts and releases the jobs still running, without 
   assert.equal(job?.attempts, 0);
 });
 
+test('a stop that times out gives its running jobs back together; one whose cancel was asked for ends cancelled', async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  const sent = await sluice.sendMany(
+    q,
+    [1, 2, 3].map((n) => ({ data: n })),
+  );
+  let started = 0;
+  const worker = sluice.work(q, { concurrency: 3 }, async () => {
+    started++;
+    await new Promise(() => undefined); // ignores its signal
+  });
+  await waitFor(() => started === 3, { message: 'three jobs started' });
+  await sluice.cancel(sent[1]!.id);
+  await worker.stop({ timeoutMs: 10 });
+  const [a, b, c] = await Promise.all(sent.map(({ id }) => sluice.get(id)));
+  assert.deepEqual(
+    [a, c].map((j) => [j?.state, j?.attempts]),
+    [
+      ['pending', 0],
+      ['pending', 0],
+    ],
+  );
+  assert.equal(b?.state, 'cancelled');
+  assert.ok(b?.finishedAt, 'the cancelled job has ended');
+});
+
 test('wake-ups: with notifications on, an idle worker picks up a new job without waiting for its poll', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();

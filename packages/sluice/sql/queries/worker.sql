@@ -36,8 +36,8 @@ SELECT * FROM :SCHEMA.retry_or_dead($1::bigint[], $2::uuid[], $3::jsonb[], NULL,
                                     $6::boolean[], $7::integer[]);
 
 -- name: JobRelease
--- Give a job back at shutdown (release_job, sql/functions/cancel.sql).
-SELECT id FROM :SCHEMA.release_job($1, $2, $3::timestamptz) AS r(id);
+-- Give jobs back at shutdown, ids ascending (release_jobs, sql/functions/cancel.sql).
+SELECT id FROM :SCHEMA.release_jobs($1::bigint[], $2::uuid[], $3::timestamptz) AS r(id);
 
 -- name: JobHeartbeat
 -- Extend the lease by $3 seconds, or by the queue's lease when $3 is NULL; says whether a

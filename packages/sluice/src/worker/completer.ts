@@ -363,6 +363,6 @@ export class Completer implements Settler, ClaimCarrier {
 }
 
 /** Job ids are decimal bigints: a shorter one is smaller. */
-function byId(a: { id: string }, b: { id: string }): number {
+export function byId(a: { id: string }, b: { id: string }): number {
   return a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }

@@ -44,7 +44,7 @@ import { LeaseLostError, ValidationError } from '../errors.js';
 import { toJob, toParent } from '../queue/rows.js';
 import { serializePayload, storableText, validateInt } from '../queue/validate.js';
 import type { Job, Logger } from '../types.js';
-import type { Completion, Failure, Settler } from './completer.js';
+import { byId, type Completion, type Failure, type Settler } from './completer.js';
 import type { HandOver, SlotLedger } from './slot-ledger.js';
 import { JobAbort, LeaseGroup, extendLease, leaseDeadline, releaseLease, type Leased } from './lease.js';
 import { Discard, JobCancelled, JobTimeout, Snooze } from './outcomes.js';
@@ -271,7 +271,7 @@ export class Executor implements JobRunner {
     if (rows.length === 0) return;
     if (this.closed) {
       // Stop began while the claim was in flight: give the jobs straight back.
-      this.givingBack.push(...rows.map((r) => this.release(String(r.id), r.lease_token)));
+      this.givingBack.push(this.release(rows.map((r) => ({ id: String(r.id), token: r.lease_token }))));
       return;
     }
     // Every row of one claim has the same lease; counting it from when the claim was sent
@@ -331,7 +331,7 @@ export class Executor implements JobRunner {
       if (claimed.group.deadline - performance.now() < claimed.leaseMs / 2 && !claimed.promoting) {
         // Waited too long behind slow jobs: let another worker have it with a full lease.
         this.buffer.splice(i, 1);
-        void this.release(String(claimed.row.id), claimed.row.lease_token);
+        void this.release([{ id: String(claimed.row.id), token: claimed.row.lease_token }]);
         continue;
       }
       if (claimed.notBefore > 0 && claimed.notBefore > performance.now()) {
@@ -584,13 +584,21 @@ export class Executor implements JobRunner {
     entry.at = -1;
   }
 
-  release(id: string, token: string): Promise<void> {
-    return this.deps.db.run('JobRelease', [id, token, this.deps.now()]).then(
+  /** Give jobs back to pending, their attempts not counted: one statement, ids ascending (cancel.sql). */
+  release(jobs: { id: string; token: string }[]): Promise<void> {
+    if (jobs.length === 0) return Promise.resolve();
+    jobs.sort(byId);
+    const ids = jobs.map((j) => j.id);
+    return this.deps.db.run('JobRelease', [ids, jobs.map((j) => j.token), this.deps.now()]).then(
       () => undefined,
       (err) =>
         this.deps.logger.warn(
-          { queue: this.deps.queue, jobId: id, err: (err as Error).message },
-          'sluice: release failed; the sweeper will retry the job',
+          {
+            queue: this.deps.queue,
+            jobIds: ids.length > 10 ? [...ids.slice(0, 10), `… ${ids.length - 10} more`] : ids,
+            err: (err as Error).message,
+          },
+          'sluice: release failed; the sweeper will retry the jobs',
         ),
     );
   }
@@ -601,7 +609,7 @@ export class Executor implements JobRunner {
     if (this.startTimer !== null) clearTimeout(this.startTimer);
     this.startTimer = null;
     const buffered = this.buffer.splice(0);
-    return Promise.all(buffered.map((c) => this.release(String(c.row.id), c.row.lease_token))).then(() => undefined);
+    return this.release(buffered.map((c) => ({ id: String(c.row.id), token: c.row.lease_token })));
   }
 
   /**
@@ -615,7 +623,8 @@ export class Executor implements JobRunner {
       releaseLease(entry);
       entry.abort.abort(new Error('worker stopped before the job finished'));
     }
-    return Promise.all([...leftovers.map((e) => this.release(e.job.id, e.token)), ...this.givingBack]).then(() => undefined);
+    const released = this.release(leftovers.map((e) => ({ id: e.job.id, token: e.token })));
+    return Promise.all([released, ...this.givingBack]).then(() => undefined);
   }
 }
 
