@@ -1914,7 +1914,7 @@ BEGIN
   RETURN p_id;
 END $function$
 ;
-CREATE OR REPLACE FUNCTION sluice.report_starts(p_ids bigint[], p_tokens uuid[], p_ages_ms integer[], p_now timestamp with time zone, p_in_claim boolean)
+CREATE OR REPLACE FUNCTION sluice.report_starts(p_ids bigint[], p_tokens uuid[], p_ages_ms integer[], p_now timestamp with time zone, p_in_claim boolean, p_settling bigint[] DEFAULT '{}'::bigint[])
  RETURNS timestamp with time zone
  LANGUAGE plpgsql
 AS $function$
@@ -1926,6 +1926,14 @@ BEGIN
   END IF;
   PERFORM set_config('sluice.starts_reported', 'on', true);
   IF cardinality(p_ids) > 0 THEN
+    -- The jobs the statement settles after this (`p_settling`: completions, moves) locked
+    -- with the reported ones, in one id order: locked in two runs, reports then the rest, a
+    -- job reported here and settled by the worker's other statement in flight, and one the
+    -- other way round, would deadlock the two (every statement on a worker's jobs sends
+    -- its ids ascending, src/worker/completer.ts).
+    IF cardinality(p_settling) > 0 THEN
+      PERFORM 1 FROM "sluice".job WHERE id = ANY (p_ids || p_settling) ORDER BY id FOR UPDATE;
+    END IF;
     -- state::text: see the note at the top of queries/worker.sql.
     WITH reported AS (
       UPDATE "sluice".job j SET start_reserved = NULL

@@ -202,6 +202,66 @@ test('a cost reported while the report of its start commits counts for that star
   );
 });
 
+test("a worker's two statements in flight, each reporting one job's start and completing the other's, do not deadlock", async () => {
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { rateLimit: { count: 100, periodMs: 60_000 } });
+  await sluice.sendMany(q, [{ data: 1 }, { data: 2 }]);
+  // A reporting worker's claim: both starts reserved until reported.
+  const claimer = await sluice.pool.connect();
+  let jobs: { id: string; token: string }[];
+  try {
+    await claimer.query('BEGIN');
+    await claimer.query('SET LOCAL sluice.starts_reported = on');
+    jobs = (await claimer.query("SELECT id::text, lease_token::text AS token FROM sluice.claim($1, 2, 'w', NULL) ORDER BY id", [q])).rows;
+    await claimer.query('COMMIT');
+  } finally {
+    claimer.release();
+  }
+  const [j, k] = jobs;
+  assert.ok(j && k);
+  // x reports j and completes k (JobCompleteMany's two steps); y the other way round.
+  const report = (r: { id: string; token: string }, settles: { id: string }) =>
+    `SELECT sluice.report_starts(ARRAY[${r.id}::bigint], ARRAY['${r.token}'::uuid], ARRAY[0], NULL, false, ARRAY[${settles.id}::bigint])`;
+  const complete = (c: { id: string; token: string }) =>
+    `SELECT * FROM sluice.complete_many(ARRAY[${c.id}::bigint], ARRAY['${c.token}'::uuid], ARRAY['null'::jsonb], NULL, false)`;
+  const x = await sluice.pool.connect();
+  const y = await sluice.pool.connect();
+  try {
+    await x.query('BEGIN');
+    await y.query('BEGIN');
+    await x.query(report(j, k));
+    // y's report waits for x (the lock on j, taken with k's), or, were reports locked apart
+    // from what their statement settles, takes k at once.
+    const yReport = y.query(report(k, j));
+    let yReported = false;
+    void yReport.then(() => (yReported = true)).catch(() => undefined);
+    await waitFor(
+      async () =>
+        yReported ||
+        (
+          await sluice.pool.query(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+          )
+        ).rows[0].n > 0,
+      { message: "y's report taken or waiting" },
+    );
+    // Both go on at once, as a worker's statements do: locked in two runs, each would wait
+    // for the other (PostgreSQL would end one as a deadlock).
+    await Promise.all([
+      x.query(complete(k)).then(() => x.query('COMMIT')),
+      yReport.then(() => y.query(complete(j))).then(() => y.query('COMMIT')),
+    ]);
+  } finally {
+    await x.query('ROLLBACK').catch(() => undefined);
+    await y.query('ROLLBACK').catch(() => undefined);
+    x.release();
+    y.release();
+  }
+  const states = await Promise.all([j.id, k.id].map(async (id) => (await sluice.get(id))?.state));
+  assert.deepEqual(states, ['completed', 'completed']);
+});
+
 test('maxWaitMs sheds a send whose projected wait passes it, with a Retry-After from the rate', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();

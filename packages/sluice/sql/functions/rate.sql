@@ -9,7 +9,7 @@
 --                                          (NULL: no bound holds it back)
 --   next_start_ms(queue, now)           → ms until the next job may start (0: now; NULL: no bound)
 --   report_cost(job, token, units)      → a running job's real cost, for its start too
---   report_starts(ids, tokens, ages, now, in_claim) → a worker's report of when handlers began
+--   report_starts(ids, tokens, ages, now, in_claim, settling) → a worker's report of when handlers began
 --   starts_ahead(queue row, now, room, limit) → the moments further starts may begin within
 --                                          the horizon (start_ahead_ms)
 --   key_start_ahead(queue row, key, now)  → the same for a key's next start (NULL: none
@@ -179,7 +179,8 @@ $$;
 -- Returns p_now, so that a statement can make its claim depend on (and follow) it.
 -- (No SET clause: it would undo the transaction-local setting when the function returns.)
 CREATE OR REPLACE FUNCTION :SCHEMA.report_starts(
-  p_ids bigint[], p_tokens uuid[], p_ages_ms integer[], p_now timestamptz, p_in_claim boolean)
+  p_ids bigint[], p_tokens uuid[], p_ages_ms integer[], p_now timestamptz, p_in_claim boolean,
+  p_settling bigint[] DEFAULT '{}')
 RETURNS timestamptz LANGUAGE plpgsql AS $$
 DECLARE
   v_at timestamptz := coalesce(p_now, statement_timestamp());
@@ -189,6 +190,14 @@ BEGIN
   END IF;
   PERFORM set_config('sluice.starts_reported', 'on', true);
   IF cardinality(p_ids) > 0 THEN
+    -- The jobs the statement settles after this (`p_settling`: completions, moves) locked
+    -- with the reported ones, in one id order: locked in two runs, reports then the rest, a
+    -- job reported here and settled by the worker's other statement in flight, and one the
+    -- other way round, would deadlock the two (every statement on a worker's jobs sends
+    -- its ids ascending, src/worker/completer.ts).
+    IF cardinality(p_settling) > 0 THEN
+      PERFORM 1 FROM :SCHEMA.job WHERE id = ANY (p_ids || p_settling) ORDER BY id FOR UPDATE;
+    END IF;
     -- state::text: see the note at the top of queries/worker.sql.
     WITH reported AS (
       UPDATE :SCHEMA.job j SET start_reserved = NULL

@@ -25,7 +25,8 @@ LATERAL :SCHEMA.lone_claim(p_queue => @queue, p_limit => @limit, p_worker_id => 
 -- Completions fenced by their lease tokens (complete_many, sql/functions/claim.sql), after
 -- the report of when handlers began that rides on them (as for JobClaim).
 SELECT c.id, c.queue
-FROM :SCHEMA.report_starts(@reportIds::bigint[], @reportTokens::uuid[], @reportAgesMs::integer[], @now::timestamptz, false) r(now),
+FROM :SCHEMA.report_starts(@reportIds::bigint[], @reportTokens::uuid[], @reportAgesMs::integer[], @now::timestamptz, false,
+                           @ids::bigint[]) r(now),
 LATERAL :SCHEMA.complete_many(p_ids => @ids, p_tokens => @tokens, p_results => @results, p_now => r.now, p_notify => @notify) c;
 
 -- name: JobFailMany
@@ -71,7 +72,8 @@ JOIN :SCHEMA.job j ON j.id = c.id AND j.lease_token = c.token AND j.state::text 
 -- with the moves of its jobs waiting for a slot (sql/functions/slots.sql), after the report of
 -- when handlers began that rides on it (as for JobClaim).
 SELECT c.completed, c.moved, c.job
-FROM :SCHEMA.report_starts(@reportIds::bigint[], @reportTokens::uuid[], @reportAgesMs::integer[], @now::timestamptz, true) r(now),
+FROM :SCHEMA.report_starts(@reportIds::bigint[], @reportTokens::uuid[], @reportAgesMs::integer[], @now::timestamptz, true,
+                           @ids::bigint[] || @moveIds::bigint[]) r(now),
 LATERAL :SCHEMA.complete_and_claim(
   p_ids => @ids, p_tokens => @tokens, p_results => @results, p_now => r.now, p_notify => @notify,
   p_queue => @queue, p_limit => @limit, p_worker_id => @workerId, p_ahead => @ahead,

@@ -187,7 +187,8 @@ export class Completer implements Settler, ClaimCarrier {
 
   /** The reports for a statement about to be sent. */
   takeReports(): StartReports {
-    return new StartReports(this.reports.splice(0, MAX_BATCH));
+    // In id order: with no settled jobs beside them, the reports lock their rows in it.
+    return new StartReports(this.reports.splice(0, MAX_BATCH).sort(byId));
   }
 
   /** A statement carrying reports failed: they go again with the next one. */
@@ -363,6 +364,10 @@ export class Completer implements Settler, ClaimCarrier {
 }
 
 /** Job ids are decimal bigints: a shorter one is smaller. */
+export function compareIds(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}
+
 export function byId(a: { id: string }, b: { id: string }): number {
-  return a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  return compareIds(a.id, b.id);
 }

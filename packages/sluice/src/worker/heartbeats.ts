@@ -15,6 +15,7 @@
 import type { Db } from '../db/db.js';
 import type { Logger } from '../types.js';
 import type { Executor } from './executor.js';
+import { compareIds } from './completer.js';
 
 export interface HeartbeatsDeps {
   db: Db;
@@ -58,6 +59,8 @@ export class Heartbeats {
     const sentAt = performance.now();
     const due = this.deps.renew || all ? executor.leasesToRenew(sentAt, all) : [];
     if (due.length === 0) return Promise.resolve();
+    // In id order, the order every statement on a worker's jobs locks them in (completer.ts).
+    due.sort((a, b) => compareIds(a.jobId, b.jobId));
     const query = this.deps.renew ? 'JobHeartbeatMany' : 'JobCancelRequested';
     const params = [due.map((e) => e.jobId), due.map((e) => e.token)];
     if (this.deps.renew) params.push(this.deps.now() as any);
