@@ -2,7 +2,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { JobFilter, JobState } from 'sluice';
 import type { RouteContext } from '../context.js';
-import { jobListQuery, jobListResponse, scheduleListResponse } from '../schemas.js';
+import { jobListQuery } from '../schemas.js';
+import { jobListResponse, scheduleListResponse } from '../response-schemas.js';
 
 interface JobListQuery {
   queue?: string;

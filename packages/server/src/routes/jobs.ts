@@ -3,18 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import { JobCancelledError, JobDeadError, JobNotFoundError, ResultTimeoutError, type Job, type SendOptions, type Sluice } from 'sluice';
 import type { RouteContext } from '../context.js';
 import { inRequestTrace } from '../tracing.js';
-import {
-  jobLinksResponse,
-  jobParams,
-  jobQuery,
-  jobResponse,
-  MAX_WAIT_MS,
-  queueParams,
-  sendBody,
-  sendManyBody,
-  sendManyResponse,
-  sendResponse,
-} from '../schemas.js';
+import { jobLinksResponse, jobParams, jobQuery, MAX_WAIT_MS, queueParams, sendBody, sendManyBody } from '../schemas.js';
+import { jobResponse, sendManyResponse, sendResponse } from '../response-schemas.js';
 
 export interface SendRequestBody {
   data?: unknown;

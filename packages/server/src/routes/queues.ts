@@ -2,17 +2,8 @@
 import type { FastifyInstance } from 'fastify';
 import { QueueNotFoundError, type Queue, type QueuePolicy, type Sluice } from 'sluice';
 import type { RouteContext } from '../context.js';
-import {
-  allSeriesResponse,
-  policyBody,
-  queueListResponse,
-  queueParams,
-  queueResponse,
-  queueViewResponse,
-  seriesQuery,
-  seriesResponse,
-  throughputQuery,
-} from '../schemas.js';
+import { policyBody, queueParams, seriesQuery, throughputQuery } from '../schemas.js';
+import { allSeriesResponse, queueListResponse, queueResponse, queueViewResponse, seriesResponse } from '../response-schemas.js';
 
 /** Sends refused per queue over the last hour, by every process (the database's per-minute counts). */
 function refusalsByQueue(sluice: Sluice): Promise<Map<string, { shed: number; keyLimited: number }>> {

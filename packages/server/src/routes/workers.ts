@@ -6,18 +6,8 @@
 import type { FastifyInstance } from 'fastify';
 import { QueueNotFoundError } from 'sluice';
 import type { RouteContext } from '../context.js';
-import {
-  claimBody,
-  claimResponse,
-  completeBody,
-  completeResponse,
-  failBody,
-  failResponse,
-  heartbeatBody,
-  heartbeatResponse,
-  jobParams,
-  queueParams,
-} from '../schemas.js';
+import { claimBody, completeBody, failBody, failResponse, heartbeatBody, heartbeatResponse, jobParams, queueParams } from '../schemas.js';
+import { claimResponse, completeResponse } from '../response-schemas.js';
 
 export function workerRoutes(app: FastifyInstance, { sluice, apiAuth }: RouteContext): void {
   app.post<{ Params: { queue: string }; Body: { max?: number; leaseSeconds?: number; workerId?: string } }>(
