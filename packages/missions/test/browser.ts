@@ -60,12 +60,15 @@ export async function signedInPage(
   return { page, problems };
 }
 
-/** The trimmed text of the first match of `selector`, '' when there is none yet. */
+/**
+ * The trimmed text of the first match of `selector`, '' when there is none within 10 s (not
+ * less: a browser on a loaded 2-core host can take over half a second to answer at all).
+ */
 export const text = async (page: Page, selector: string) =>
   (
     (await page
       .locator(selector)
       .first()
-      .textContent({ timeout: 500 })
+      .textContent({ timeout: 10_000 })
       .catch(() => null)) ?? ''
   ).trim();

@@ -12,6 +12,7 @@ import pg from 'pg';
 import { adminUrl, createTestDatabase, waitFor } from '@sluice/testkit';
 import { AdmissionUnavailableError, httpAnswerOf, Sluice, unavailableError } from '../src/index.js';
 import { afterAll, memoryLogger, uniqueQueue } from './helpers.js';
+import { startShutdownProxy } from './fixtures/shutdown-proxy.js';
 
 /** A statement on the server's admin database (the test's own may be read-only). */
 async function adminQuery(text: string): Promise<void> {
@@ -129,6 +130,43 @@ test(
     assert.ok(err.retryAfterSeconds >= 5);
     assert.equal((await holder.query('SELECT count(*)::int AS n FROM sluice.job WHERE queue = $1', [q])).rows[0].n, 0);
     assert.equal((await sluice.send(q, {})).deduplicated, false, 'the next send is accepted on a fresh connection');
+  },
+);
+
+test(
+  'a connection the server ends in the packet that opens it fails its statement as admission_unavailable, and the process goes on',
+  { timeout: 60_000 },
+  async () => {
+    // The pool hands a new connection over while that packet is still being read: the
+    // connection's end, read right after, needs a listener already there, or it is an
+    // unhandled 'error' that ends the process (seen when a server stopped under a worker).
+    const db = await createTestDatabase();
+    afterAll(() => db.drop());
+    const proxy = await startShutdownProxy(db.url);
+    afterAll(() => proxy.close());
+    const q = uniqueQueue();
+    const setup = new Sluice({ connectionString: db.url, logger: memoryLogger() });
+    await setup.queues.put(q, {});
+    await setup.close();
+    const sluice = new Sluice({ connectionString: proxy.url(db.url), logger: memoryLogger() });
+    afterAll(() => sluice.close({ timeoutMs: 0 }));
+
+    proxy.endNextOpenings(1);
+    const err = await sluice.stats(q).then(
+      () => assert.fail(`answered (ended ${proxy.ended})`),
+      (e: unknown) => e,
+    );
+    assert.equal(proxy.ended, 1, 'the connection was ended as it opened');
+    assert.ok(err instanceof AdmissionUnavailableError, `expected AdmissionUnavailableError, got ${String(err)}`);
+    assert.equal(err.reason, 'connection_lost');
+    // The migrator holds its own connection: the same end fails the call, not the process.
+    proxy.endNextOpenings(1);
+    await assert.rejects(sluice.migrate());
+    assert.equal(proxy.ended, 2);
+
+    assert.equal((await sluice.send(q, 'after')).deduplicated, false, 'the next send is accepted on a fresh connection');
+    assert.equal((await sluice.migrate()).applied.length, 0, 'and the schema was current all along');
+    assert.deepEqual((await sluice.stats(q)).ready, 1, 'only the accepted send exists');
   },
 );
 

@@ -140,12 +140,11 @@ export class Db {
    * keep the error instead, and discard the connection when it is released.
    */
   async checkout(timeoutMs = this.queryTimeoutMs): Promise<{ client: pg.PoolClient; release: (err?: unknown) => void }> {
-    const client = await connectWithin(this.pool, timeoutMs);
     let lost: Error | undefined;
     const onError = (err: Error) => {
       lost = err;
     };
-    client.on('error', onError);
+    const client = await connectWithin(this.pool, onError, timeoutMs);
     return {
       client,
       release(err?: unknown) {
@@ -225,22 +224,32 @@ class StatementWatch {
 }
 
 /**
- * `pool.connect()` within `timeoutMs`: past it, a `DeadlineError`, and the connection, if
- * it comes later, goes back to the pool unused.
+ * `pool.connect()` within `timeoutMs` (none: as long as it takes), with `onError` listening
+ * on the connection from the moment the pool hands it over. Not a moment later: the pool
+ * hands a new connection over while its first packet is still being read, and a server
+ * shutting down can end that packet with the connection's end (57P01), which an 'error'
+ * listener added after an `await` misses: an unhandled 'error' ends the process. Past
+ * `timeoutMs`, a `DeadlineError`, and the connection, if it comes later, goes back unused.
  */
-function connectWithin(pool: pg.Pool, timeoutMs: number): Promise<pg.PoolClient> {
+export function connectWithin(pool: pg.Pool, onError: (err: Error) => void, timeoutMs?: number): Promise<pg.PoolClient> {
   return new Promise((resolve, reject) => {
     let late = false;
-    const timer = setTimeout(() => {
-      late = true;
-      reject(new DeadlineError('no_connection', `no database connection came free within ${timeoutMs} ms`));
-    }, timeoutMs);
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            late = true;
+            reject(new DeadlineError('no_connection', `no database connection came free within ${timeoutMs} ms`));
+          }, timeoutMs);
     pool.connect((err, client, done) => {
       clearTimeout(timer);
       if (late) {
         if (!err) done();
       } else if (err || !client) reject(err ?? new Error('the pool gave no connection and no error'));
-      else resolve(client);
+      else {
+        client.on('error', onError);
+        resolve(client);
+      }
     });
   });
 }

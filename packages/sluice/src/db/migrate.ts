@@ -20,7 +20,7 @@
 import type pg from 'pg';
 import { latestVersion, sqlFor, type FunctionFile } from './sql.js';
 import { SchemaVersionError } from '../errors.js';
-import type { Db } from './db.js';
+import { connectWithin, type Db } from './db.js';
 import { validateSchemaName } from '../queue/validate.js';
 
 /** A numbered step that commits before the steps after it (see runMigrations). */
@@ -71,14 +71,13 @@ async function runMigrations(
 ): Promise<MigrateResult> {
   const sql = sqlFor(schema);
   const text = (name: string) => sql.query(name).text;
-  const client = await pool.connect();
   // Held across statements: a connection killed in between must fail this call, not end
   // the process with an unhandled 'error' event.
   let lost: Error | undefined;
   const onError = (err: Error) => {
     lost = err;
   };
-  client.on('error', onError);
+  const client = await connectWithin(pool, onError);
   const functionChecksums = async () => {
     await client.query(text('MigrationCreateFunctionTable'));
     const { rows } = await client.query<{ file: string; checksum: string }>(text('MigrationFunctionsApplied'));
