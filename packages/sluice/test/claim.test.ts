@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { AdmissionUnavailableError, LeaseLostError } from '../src/index.js';
 import { waitFor } from '@sluice/testkit';
 import { bindValues, sqlFor } from '../src/db/sql.js';
+import { CLAIMED_COLUMNS, claimedRow } from '../src/queue/rows.js';
 import { makeSluice, manualClock, sqlClient, uniqueQueue } from './helpers.js';
 
 test('delayed jobs never start before runAt; higher priority first; oldest first within a priority', async () => {
@@ -364,6 +365,42 @@ test("cap slots: a worker's batched completions free their slots with the batch;
   assert.equal(await held(), 0, 'freed by the trigger');
 });
 
+test("a fused claim answers each job's columns in the order the worker reads them", async () => {
+  // The answer is positional (sql/functions/claim.sql): a column added or moved on one side
+  // only would hand the worker a value under another column's name.
+  const sluice = await makeSluice();
+  const q = uniqueQueue();
+  await sluice.queues.put(q, { concurrency: 3 });
+  const sent = await sluice.send(
+    q,
+    { n: 7, nested: ['a'] },
+    { key: 'k-1', singletonKey: 's-1', priority: 4, maxAttempts: 9, cost: 2, timeoutMs: 12_345 },
+  );
+  const { rows } = await sluice.pool.query(
+    "SELECT job FROM sluice.complete_and_claim('{}', '{}', '{}', NULL, false, $1, 1, 'worker-order', 0, '{}', '{}')",
+    [q],
+  );
+  assert.equal(rows.length, 1);
+  const claimed = claimedRow(rows[0].job);
+  const table = (await sluice.pool.query('SELECT * FROM sluice.job WHERE id = $1', [sent.id])).rows[0];
+  for (const column of CLAIMED_COLUMNS) {
+    if (column === 'start_in_ms') continue;
+    const [got, want] = [claimed[column], table[column]];
+    if (want instanceof Date) assert.equal(got?.getTime(), want.getTime(), column);
+    else assert.deepEqual(got, column === 'id' ? String(want) : want, column);
+  }
+  assert.ok(claimed.start_in_ms <= 0, 'a plain claim starts at once');
+  // Every column the answer carries is one of the table's, and the values tell them apart.
+  assert.deepEqual(
+    CLAIMED_COLUMNS.filter((c) => !(c in table)),
+    ['start_in_ms'],
+  );
+  assert.deepEqual([claimed.key, claimed.singleton_key, claimed.priority, claimed.cost], ['k-1', 's-1', 4, 2]);
+  assert.equal(claimed.worker_id, 'worker-order');
+  assert.equal(claimed.state, 'active');
+  assert.ok(claimed.slot >= 1);
+});
+
 test('cap slots: a fused completion hands its slots to its claim, and frees every one it cannot hand over (no job, none asked, paused, above a lowered cap)', async () => {
   const sluice = await makeSluice();
   const q = uniqueQueue();
@@ -392,7 +429,10 @@ test('cap slots: a fused completion hands its slots to its claim, and frees ever
       );
       slotWrites = (await updates()) - before;
       await client.query('COMMIT');
-      return rows.filter((r) => r.job).map((r) => ({ id: String(r.job.id), leaseToken: r.job.lease_token as string }));
+      return rows
+        .filter((r) => r.job)
+        .map((r) => claimedRow(r.job))
+        .map((j) => ({ id: String(j.id), leaseToken: j.lease_token as string }));
     } finally {
       client.release();
     }
@@ -721,7 +761,10 @@ test('plans a connection cached while its queues were empty stay primary-key and
       ],
     );
     lastMoved = rows[0].moved.length;
-    return rows.filter((r) => r.job).map((r) => ({ id: String(r.job.id), token: r.job.lease_token as string, slot: r.job.slot }));
+    return rows
+      .filter((r) => r.job)
+      .map((r) => claimedRow(r.job))
+      .map((j) => ({ id: String(j.id), token: j.lease_token as string, slot: j.slot }));
   };
   // Plans cached on empty queues (more calls than the plan cache needs to settle).
   const nobody = { id: '1', token: '00000000-0000-0000-0000-000000000000', slot: 0 };

@@ -35,17 +35,77 @@ export function toParent(r: any): JobParent {
   return { id: String(r.id), queue: r.queue ?? null, state: r.state ?? null, result: r.result ?? null };
 }
 
-const TIMESTAMP_COLUMNS = ['run_at', 'lease_expires_at', 'created_at', 'started_at', 'finished_at', 'cancel_requested_at'];
+/**
+ * The columns of a claimed job as complete_and_claim answers them, in order: one `json`
+ * array per job (sql/functions/claim.sql). The two lists change together.
+ */
+export const CLAIMED_COLUMNS = [
+  'id',
+  'queue',
+  'state',
+  'data',
+  'key',
+  'singleton_key',
+  'priority',
+  'run_at',
+  'attempts',
+  'max_attempts',
+  'lease_token',
+  'lease_expires_at',
+  'worker_id',
+  'result',
+  'errors',
+  'created_at',
+  'started_at',
+  'finished_at',
+  'slot',
+  'cost',
+  'timeout_ms',
+  'cancel_requested_at',
+  'waiting_parents',
+  'on_parent_failure',
+  'trace_context',
+  'start_reserved',
+  'start_in_ms',
+] as const;
+
+const date = (v: unknown): Date | null => (typeof v === 'string' ? new Date(v) : null);
 
 /**
- * A job row that came back as jsonb (timestamps as text) in the shape of a table row. The
- * object is the one just parsed from the result, owned by nobody else: converted in place.
+ * A claimed job's array (above) as a row in the shape of the table's. Built by one literal,
+ * so every held row shares one compact shape: a worker holding a thousand jobs ahead keeps
+ * them in fewer bytes than the parsed objects of a keyed answer.
  */
-export function rowFromJson(row: Record<string, unknown>): any {
-  for (const column of TIMESTAMP_COLUMNS) {
-    if (typeof row[column] === 'string') row[column] = new Date(row[column] as string);
-  }
-  return row;
+export function claimedRow(v: readonly unknown[]): any {
+  return {
+    id: v[0],
+    queue: v[1],
+    state: v[2],
+    data: v[3],
+    key: v[4],
+    singleton_key: v[5],
+    priority: v[6],
+    run_at: date(v[7]),
+    attempts: v[8],
+    max_attempts: v[9],
+    lease_token: v[10],
+    lease_expires_at: date(v[11]),
+    worker_id: v[12],
+    result: v[13],
+    errors: v[14],
+    created_at: date(v[15]),
+    started_at: date(v[16]),
+    finished_at: date(v[17]),
+    slot: v[18],
+    cost: v[19],
+    timeout_ms: v[20],
+    cancel_requested_at: date(v[21]),
+    waiting_parents: v[22],
+    on_parent_failure: v[23],
+    trace_context: v[24],
+    start_reserved: v[25],
+    start_in_ms: v[26],
+  };
 }
 
 export function toQueue(r: any): Queue {

@@ -19,7 +19,7 @@
  */
 import type { Db } from '../db/db.js';
 import type { Listener } from '../db/listener.js';
-import { rowFromJson } from '../queue/rows.js';
+import { claimedRow } from '../queue/rows.js';
 import type { Job, Logger } from '../types.js';
 import { completionColumns, idSet, type Batch, type ClaimCarrier, type StartReports } from './completer.js';
 import type { Claimed, JobRunner } from './executor.js';
@@ -379,6 +379,6 @@ export class ClaimLoop {
     this.deps.completer.written(batch, idSet(first?.completed), moved);
     // The cap is full: wait for a freed slot's wake-up rather than ask again at once.
     if (this.deps.executor.promoted(promotions, moved) < promotions.length) this.idle = true;
-    return result.filter((r) => r.job).map((r) => rowFromJson(r.job));
+    return result.filter((r) => r.job).map((r) => claimedRow(r.job));
   }
 }
