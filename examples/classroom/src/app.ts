@@ -245,23 +245,14 @@ export class Classroom {
   }
 
   private async closeAssignment(assignment: string): Promise<void> {
-    const client = await this.sluice.pool.connect();
-    let repos: number;
-    try {
-      await client.query('BEGIN');
+    const repos = await this.sluice.transaction(async (client) => {
       await client.query('UPDATE classroom.assignment SET closed_at = coalesce(closed_at, now()) WHERE id = $1', [assignment]);
       const updated = await client.query(
         'UPDATE classroom.repo SET deadline_sha = head_sha WHERE assignment = $1 AND deadline_sha IS NULL',
         [assignment],
       );
-      repos = updated.rowCount ?? 0;
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK');
-      throw err;
-    } finally {
-      client.release();
-    }
+      return updated.rowCount ?? 0;
+    });
     await this.mail(
       this.instructorEmail,
       `${assignment} is closed`,

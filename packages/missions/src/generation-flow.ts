@@ -15,7 +15,7 @@
  * next seed, then dead-lettered.
  */
 import { createHash } from 'node:crypto';
-import { KeyLimitError, type Job } from 'sluice';
+import { inTransaction, KeyLimitError, type Job } from 'sluice';
 import { sabotage, type EngineOptions, type Saboteur } from '@sluice/proof';
 import { GENERATION_QUEUE, PROVING_QUEUE } from './config.js';
 import { sql } from './db.js';
@@ -230,9 +230,7 @@ export class GenerationFlow {
       hint: v.candidate.hint ?? null,
       proof: { summary: v.verdict.summary, tests: v.verdict.tests, checks: v.verdict.checks } satisfies VariantProof,
     }));
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
+    const inserted = await inTransaction(pool, async (client) => {
       const inserted = await client.query<{ id: string }>(sql('InsertMission'), [
         generationJobId,
         challenge.source,
@@ -252,15 +250,10 @@ export class GenerationFlow {
       ]);
       // A mission and its variants commit together; a retried proof that finds the mission stored adds none.
       if (inserted.rows[0]) await client.query(sql('InsertVariants'), [inserted.rows[0].id, JSON.stringify(variants)]);
-      await client.query('COMMIT');
-      const id = inserted.rows[0]?.id ?? (await pool.query<{ id: string }>(sql('MissionByJob'), [generationJobId])).rows[0]!.id;
-      return String(id);
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+      return inserted;
+    });
+    const id = inserted.rows[0]?.id ?? (await pool.query<{ id: string }>(sql('MissionByJob'), [generationJobId])).rows[0]!.id;
+    return String(id);
   }
 }
 

@@ -7,7 +7,7 @@
  *   submit ──► queued ──(grading job ran the tests)──► passed | failed
  *                 └──(grading job dead or cancelled)──► error
  */
-import { JobCancelledError, JobDeadError, ResultTimeoutError, type Job } from 'sluice';
+import { inTransaction, JobCancelledError, JobDeadError, ResultTimeoutError, type Job } from 'sluice';
 import { runSuite, type EngineOptions, type SourceFiles } from '@sluice/proof';
 import { GRADING_QUEUE } from './config.js';
 import { sql } from './db.js';
@@ -43,24 +43,16 @@ export class GradingFlow {
       throw new MissionsError('validation', `a submission holds text for the solution files only: ${allowed.join(', ')}`);
     }
     for (const path of given) checkStorable(files[path]!, `files[${JSON.stringify(path)}]`);
-    const client = await this.parts.pool.connect();
-    let submissionId: string;
-    try {
-      await client.query('BEGIN');
+    const submissionId = await inTransaction(this.parts.pool, async (client) => {
       const inserted = await client.query<{ id: string }>(sql('InsertSubmission'), [instance.id, { ...instance.files, ...files }]);
-      submissionId = String(inserted.rows[0]!.id);
-      const { id: jobId } = await this.parts.sluice.send(GRADING_QUEUE, { submissionId } satisfies GradingJob, {
+      const id = String(inserted.rows[0]!.id);
+      const { id: jobId } = await this.parts.sluice.send(GRADING_QUEUE, { submissionId: id } satisfies GradingJob, {
         key: instance.userId,
         client,
       });
-      await client.query(sql('SetSubmissionJob'), [submissionId, jobId]);
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+      await client.query(sql('SetSubmissionJob'), [id, jobId]);
+      return id;
+    });
     return this.getSubmission(submissionId);
   }
 

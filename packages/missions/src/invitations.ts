@@ -17,6 +17,7 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type pg from 'pg';
+import { inTransaction as withTransaction } from 'sluice';
 import { sql } from './db.js';
 import { InvitationNotOpenError, MissionsError } from './errors.js';
 import type { PlatformParts } from './parts.js';
@@ -133,27 +134,20 @@ export class Invitations {
     // Whole seconds: the expiry is signed into the token as unix seconds.
     const expiresAt = new Date(Math.floor((from + config.invitationTtlMs) / 1000) * 1000);
 
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
+    const { cohort, rows } = await withTransaction(pool, async (client) => {
       const cohortRow = (await client.query(sql('InsertCohort'), [input.role, startsAt])).rows[0];
       const cohort: Cohort = { id: String(cohortRow.id), role: input.role, startsAt, createdAt: cohortRow.created_at };
       const rows = (await client.query(sql('InsertInvitations'), [cohort.id, names, emails, expiresAt])).rows;
       await inTransaction?.(client, cohort);
-      await client.query('COMMIT');
-      const invitations = await Promise.all(
-        rows.map(async (r) => {
-          const invitation = invitationFromRow({ ...r, cohort_id: cohort.id, created_at: cohort.createdAt });
-          return { ...invitation, token: await this.tokenOf(invitation) };
-        }),
-      );
-      return { cohort, invitations };
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+      return { cohort, rows };
+    });
+    const invitations = await Promise.all(
+      rows.map(async (r) => {
+        const invitation = invitationFromRow({ ...r, cohort_id: cohort.id, created_at: cohort.createdAt });
+        return { ...invitation, token: await this.tokenOf(invitation) };
+      }),
+    );
+    return { cohort, invitations };
   }
 
   /** The cohort; `cohort_not_found` when there is none. */

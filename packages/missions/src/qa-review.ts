@@ -9,6 +9,7 @@
  * variant out of service (`rejectVariant`) without rejecting the mission, as long as
  * another stays in service.
  */
+import { inTransaction } from 'sluice';
 import { sql } from './db.js';
 import { MissionsError } from './errors.js';
 import type { PlatformParts } from './parts.js';
@@ -48,9 +49,7 @@ export class QaReview {
     const missionId = checkNumericId(id, 'mission');
     if (!Number.isInteger(ordinal) || ordinal < 1 || ordinal > 1000)
       throw new MissionsError('validation', 'variant must be an integer from 1');
-    const client = await this.parts.pool.connect();
-    try {
-      await client.query('BEGIN');
+    await inTransaction(this.parts.pool, async (client) => {
       // The mission's row lock orders this against serves (which pick a variant under it)
       // and against another rejection of the same mission's variants.
       const mission = (await client.query<{ qa_status: string }>(sql('LockMission'), [missionId])).rows[0];
@@ -69,13 +68,7 @@ export class QaReview {
             : `variant ${ordinal} is the last of mission ${id} in service; reject the mission instead`,
         );
       }
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
     return this.get(missionId);
   }
 

@@ -13,7 +13,7 @@
  * impossible even if this logic were wrong.
  */
 import type pg from 'pg';
-import { QueueFullError } from 'sluice';
+import { inTransaction, QueueFullError } from 'sluice';
 import { sql } from './db.js';
 import type { Generator } from './generator.js';
 import type { PlatformParts } from './parts.js';
@@ -122,37 +122,25 @@ async function serveFromPool(pool: pg.Pool, userId: string, domains: string[], r
   }
 }
 
-async function serveOnce(pool: pg.Pool, userId: string, domains: string[], reuse: boolean): Promise<Instance | null> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+function serveOnce(pool: pg.Pool, userId: string, domains: string[], reuse: boolean): Promise<Instance | null> {
+  return inTransaction(pool, async (client) => {
     await client.query(sql('LockUser'), [userId]);
     // Read after the lock: a serve that held it has committed, so its instance is seen here.
     const existing = reuse ? (await client.query<{ id: string }>(sql('LatestInstanceOfUser'), [userId])).rows[0] : undefined;
     if (existing) {
       const { rows } = await client.query(sql('GetInstance'), [existing.id]);
-      await client.query('COMMIT');
       return instanceFromRow(rows[0]!);
     }
     const missionId = await pickMission(client, userId, domains);
-    if (missionId === null) {
-      await client.query('COMMIT');
-      return null;
-    }
+    if (missionId === null) return null;
     // The mission's row is locked: its serves pick their variants one after another.
     const variant = (await client.query<{ id: string }>(sql('PickVariant'), [missionId, userId])).rows[0]?.id ?? null;
     const inserted = await client.query<{ id: string }>(sql('InsertInstance'), [missionId, userId, variant]);
     await client.query(sql('CountServe'), [missionId]);
     if (variant !== null) await client.query(sql('CountVariantServe'), [variant]);
     const { rows } = await client.query(sql('GetInstance'), [inserted.rows[0]!.id]);
-    await client.query('COMMIT');
     return instanceFromRow(rows[0]!);
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /**

@@ -17,30 +17,17 @@ export interface OnceDelivery {
 }
 
 /** The job's id and whether the delivery had been enqueued before (its first job's id then). */
-export async function enqueueOnce(sluice: Sluice, delivery: OnceDelivery): Promise<{ id: string; duplicate: boolean }> {
+export function enqueueOnce(sluice: Sluice, delivery: OnceDelivery): Promise<{ id: string; duplicate: boolean }> {
   const { source, deliveryId } = delivery;
-  const client = await sluice.pool.connect();
-  let broken = false;
-  try {
-    await client.query('BEGIN');
-    try {
-      const claimed = await client.query(serverSql('ClaimDelivery'), [source, deliveryId]);
-      if (claimed.rowCount === 0) {
-        const { rows } = await client.query<{ job_id: string }>(serverSql('DeliveryJob'), [source, deliveryId]);
-        await client.query('ROLLBACK');
-        return { id: rows[0]!.job_id, duplicate: true };
-      }
-      const sent = await sluice.send(delivery.queue, delivery.data, { client, ...(delivery.key ? { key: delivery.key } : {}) });
-      await client.query(serverSql('SetDeliveryJob'), [source, deliveryId, sent.id]);
-      await client.query('COMMIT');
-      return { id: sent.id, duplicate: false };
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {
-        broken = true;
-      });
-      throw err;
+  return sluice.transaction(async (client) => {
+    const claimed = await client.query(serverSql('ClaimDelivery'), [source, deliveryId]);
+    if (claimed.rowCount === 0) {
+      // Recorded before: nothing was written here, and the first job's id is the answer.
+      const { rows } = await client.query<{ job_id: string }>(serverSql('DeliveryJob'), [source, deliveryId]);
+      return { id: rows[0]!.job_id, duplicate: true };
     }
-  } finally {
-    client.release(broken);
-  }
+    const sent = await sluice.send(delivery.queue, delivery.data, { client, ...(delivery.key ? { key: delivery.key } : {}) });
+    await client.query(serverSql('SetDeliveryJob'), [source, deliveryId, sent.id]);
+    return { id: sent.id, duplicate: false };
+  });
 }

@@ -1,6 +1,7 @@
 /** Public API of Sluice. Everything not exported here is internal. */
 export { Sluice, type SluiceOptions, type Readiness } from './sluice.js';
 export { unavailableError } from './db/unavailable.js';
+export { inTransaction } from './db/db.js';
 export {
   SluiceError,
   ValidationError,

@@ -254,6 +254,16 @@ export class Sluice<Tasks extends Record<string, unknown> = Record<string, any>>
     return this.db.pool;
   }
 
+  /**
+   * Run `fn` in a transaction on a connection of this pool, the client passed to `send`,
+   * `flow`… to make their jobs part of it (`inTransaction`, whose connection's end fails
+   * the transaction, not the process), within `queryTimeoutMs`.
+   */
+  transaction<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    this.assertOpen();
+    return this.db.transaction(fn);
+  }
+
   /** Create or upgrade the schema. Safe to call from many processes at once. */
   async migrate(): Promise<MigrateResult> {
     this.assertOpen();

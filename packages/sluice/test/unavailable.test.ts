@@ -133,6 +133,51 @@ test(
   },
 );
 
+test('sluice.transaction: commits with fn, rolls back with its error, and a connection ended between two statements fails it, not the process', async () => {
+  const db = await createTestDatabase();
+  afterAll(() => db.drop());
+  const sluice = new Sluice({ connectionString: db.url, logger: memoryLogger() });
+  afterAll(() => sluice.close({ timeoutMs: 0 }));
+  const q = uniqueQueue();
+  await sluice.queues.put(q, {});
+  const other = new pg.Client({ connectionString: db.url });
+  await other.connect();
+  afterAll(() => other.end());
+  const jobs = async () => (await other.query('SELECT data FROM sluice.job WHERE queue = $1 ORDER BY id', [q])).rows.map((r) => r.data);
+
+  assert.equal(await sluice.transaction(async (client) => (await sluice.send(q, 'committed', { client })).deduplicated), false);
+  const mistake = new Error('changed my mind');
+  await assert.rejects(
+    sluice.transaction(async (client) => {
+      await sluice.send(q, 'rolled back', { client });
+      throw mistake;
+    }),
+    (err: unknown) => err === mistake,
+  );
+  assert.deepEqual(await jobs(), ['committed']);
+
+  // The server ends the connection while the transaction waits between statements: its end
+  // arrives with no statement in flight, where only a listener on the client hears it.
+  const ended = await sluice
+    .transaction(async (client) => {
+      await sluice.send(q, 'lost with its connection', { client });
+      const { pid } = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0];
+      // Not events.once: it would listen for 'error' itself.
+      const closed = new Promise((resolve) => client.once('end', resolve));
+      await other.query('SELECT pg_terminate_backend($1)', [pid]);
+      await closed;
+      await client.query('SELECT 1');
+    })
+    .then(
+      () => assert.fail('committed'),
+      (e: unknown) => e,
+    );
+  assert.ok(ended instanceof Error, String(ended));
+  assert.deepEqual(await jobs(), ['committed'], 'nothing of the ended transaction');
+  assert.equal(await sluice.transaction(async (client) => (await sluice.send(q, 'after', { client })).deduplicated), false);
+  assert.deepEqual(await jobs(), ['committed', 'after']);
+});
+
 test(
   'a connection the server ends in the packet that opens it fails its statement as admission_unavailable, and the process goes on',
   { timeout: 60_000 },

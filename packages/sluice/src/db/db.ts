@@ -127,9 +127,7 @@ export class Db {
 
   /** A statement of the transaction's own (BEGIN, COMMIT, ROLLBACK) on `client`, within `timeoutMs`. */
   exec(client: Queryable, text: string, timeoutMs = this.queryTimeoutMs): Promise<unknown> {
-    return client.query({ text, query_timeout: timeoutMs } as pg.QueryConfig).catch((err: unknown) => {
-      throw translate(err);
-    });
+    return execWithin(client, text, timeoutMs);
   }
 
   /**
@@ -155,29 +153,58 @@ export class Db {
   }
 
   /** Run `fn` inside a transaction on one pooled connection; each of its own statements within `timeoutMs`. */
-  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, timeoutMs = this.queryTimeoutMs): Promise<T> {
-    let checkedOut;
-    try {
-      checkedOut = await this.checkout(timeoutMs);
-    } catch (err) {
-      throw translate(err);
-    }
-    const { client, release } = checkedOut;
-    let failed: unknown;
-    try {
-      await this.exec(client, 'BEGIN', timeoutMs);
-      const value = await fn(client);
-      await this.exec(client, 'COMMIT', timeoutMs);
-      return value;
-    } catch (err) {
-      // A statement past its deadline leaves the connection busy with it: discarded below.
-      if (abandoned(err)) failed = err;
-      else await this.exec(client, 'ROLLBACK', timeoutMs).catch((e) => (failed = e));
-      throw err;
-    } finally {
-      // A connection whose ROLLBACK failed is not returned to the pool mid-transaction.
-      release(failed);
-    }
+  transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, timeoutMs = this.queryTimeoutMs): Promise<T> {
+    return inTransaction(this.pool, fn, { timeoutMs });
+  }
+}
+
+/** A statement of a transaction's own (BEGIN, COMMIT, ROLLBACK) on `client`, within `timeoutMs`. */
+function execWithin(client: Queryable, text: string, timeoutMs: number): Promise<unknown> {
+  return client.query({ text, query_timeout: timeoutMs } as pg.QueryConfig).catch((err: unknown) => {
+    throw translate(err);
+  });
+}
+
+/**
+ * Run `fn` in a transaction on one connection of `pool`: committed when `fn` resolves,
+ * rolled back when it throws (the error is `fn`'s). The connection is listened on while
+ * held, so one the server ends between two statements (a shutdown, a failover) fails the
+ * transaction and is discarded, instead of ending the process with an unhandled 'error'
+ * as a `pg` client checked out with `pool.connect()` would. The wait for the connection,
+ * BEGIN and COMMIT each within `timeoutMs` (default 30 s): past it, or with the database
+ * unreachable, an `AdmissionUnavailableError`. `fn`'s own statements have no deadline
+ * here.
+ */
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  fn: (client: pg.PoolClient) => Promise<T>,
+  { timeoutMs = DEFAULT_QUERY_TIMEOUT_MS }: { timeoutMs?: number } = {},
+): Promise<T> {
+  let lost: Error | undefined;
+  const onError = (err: Error) => {
+    lost = err;
+  };
+  let client: pg.PoolClient;
+  try {
+    client = await connectWithin(pool, onError, timeoutMs);
+  } catch (err) {
+    throw translate(err);
+  }
+  let failed: unknown;
+  try {
+    await execWithin(client, 'BEGIN', timeoutMs);
+    const value = await fn(client);
+    await execWithin(client, 'COMMIT', timeoutMs);
+    return value;
+  } catch (err) {
+    // A statement past its deadline leaves the connection busy with it: discarded below.
+    if (abandoned(err)) failed = err;
+    else await execWithin(client, 'ROLLBACK', timeoutMs).catch((e) => (failed = e));
+    throw err;
+  } finally {
+    // A connection that ended, or whose ROLLBACK failed, is not returned to the pool.
+    client.removeListener('error', onError);
+    client.release(lost ?? (failed as Error | undefined));
   }
 }
 
