@@ -160,14 +160,17 @@ test('a migrator whose steps another finished applies no function file again (no
   let begins = 0;
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
+  // The migrator asks for its connection in the callback form (db.ts, connectWithin).
   const gated = {
-    connect: async () => {
-      const client = await poolX.connect();
-      const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
-      (client as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = (...args: unknown[]) =>
-        args[0] === 'BEGIN' && ++begins === 2 ? gate.then(() => query(...args)) : query(...args);
-      return client;
-    },
+    connect: (callback: (err: Error | undefined, client?: pg.PoolClient, done?: () => void) => void) =>
+      poolX.connect((err, client, done) => {
+        if (client) {
+          const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+          (client as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = (...args: unknown[]) =>
+            args[0] === 'BEGIN' && ++begins === 2 ? gate.then(() => query(...args)) : query(...args);
+        }
+        callback(err, client, done);
+      }),
   } as unknown as pg.Pool;
   const x = migrate(gated, schema);
   await waitFor(() => begins >= 2, { message: "X's early steps committed, X waiting before its second transaction" });
