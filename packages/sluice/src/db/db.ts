@@ -130,26 +130,9 @@ export class Db {
     return execWithin(client, text, timeoutMs);
   }
 
-  /**
-   * A pooled connection, checked out within `timeoutMs` (else a `DeadlineError`). A
-   * checked-out `pg` client has no 'error' listener, so a connection killed while no
-   * statement is in flight (between two statements, or a server shutdown notice read in
-   * the same packet as a result) would throw an unhandled 'error' and end the process:
-   * keep the error instead, and discard the connection when it is released.
-   */
-  async checkout(timeoutMs = this.queryTimeoutMs): Promise<{ client: pg.PoolClient; release: (err?: unknown) => void }> {
-    let lost: Error | undefined;
-    const onError = (err: Error) => {
-      lost = err;
-    };
-    const client = await connectWithin(this.pool, onError, timeoutMs);
-    return {
-      client,
-      release(err?: unknown) {
-        client.removeListener('error', onError);
-        client.release(lost ?? (err ? (err as Error) : undefined));
-      },
-    };
+  /** A pooled connection, checked out within `timeoutMs` (`checkout` below). */
+  checkout(timeoutMs = this.queryTimeoutMs): Promise<HeldConnection> {
+    return checkout(this.pool, timeoutMs);
   }
 
   /** Run `fn` inside a transaction on one pooled connection; each of its own statements within `timeoutMs`. */
@@ -180,16 +163,13 @@ export async function inTransaction<T>(
   fn: (client: pg.PoolClient) => Promise<T>,
   { timeoutMs = DEFAULT_QUERY_TIMEOUT_MS }: { timeoutMs?: number } = {},
 ): Promise<T> {
-  let lost: Error | undefined;
-  const onError = (err: Error) => {
-    lost = err;
-  };
-  let client: pg.PoolClient;
+  let held: HeldConnection;
   try {
-    client = await connectWithin(pool, onError, timeoutMs);
+    held = await checkout(pool, timeoutMs);
   } catch (err) {
     throw translate(err);
   }
+  const { client, release } = held;
   let failed: unknown;
   try {
     await execWithin(client, 'BEGIN', timeoutMs);
@@ -203,9 +183,36 @@ export async function inTransaction<T>(
     throw err;
   } finally {
     // A connection that ended, or whose ROLLBACK failed, is not returned to the pool.
-    client.removeListener('error', onError);
-    client.release(lost ?? (failed as Error | undefined));
+    release(failed);
   }
+}
+
+/** A checked-out connection; `release(err)` discards it when it ended or `err` is given. */
+export interface HeldConnection {
+  client: pg.PoolClient;
+  release: (err?: unknown) => void;
+}
+
+/**
+ * A connection of `pool`, checked out within `timeoutMs` (else a `DeadlineError`). A
+ * checked-out `pg` client has no 'error' listener, so a connection killed while no
+ * statement is in flight (between two statements, or a server shutdown notice read in
+ * the same packet as a result) would throw an unhandled 'error' and end the process:
+ * keep the error instead, and discard the connection when it is released.
+ */
+async function checkout(pool: pg.Pool, timeoutMs: number): Promise<HeldConnection> {
+  let lost: Error | undefined;
+  const onError = (err: Error) => {
+    lost = err;
+  };
+  const client = await connectWithin(pool, onError, timeoutMs);
+  return {
+    client,
+    release(err?: unknown) {
+      client.removeListener('error', onError);
+      client.release(lost ?? (err ? (err as Error) : undefined));
+    },
+  };
 }
 
 /**
