@@ -88,8 +88,12 @@ export interface CompleterEvents {
   failed(jobs: Job[], snoozed: Set<string>): void;
   lost(ids: string[]): void;
   flushed(): void;
-  error(err: unknown): void;
+  /** A flush failed: retried in `retryInMs`, or, when null, given up on (its jobs `lost`). */
+  error(err: unknown, retryInMs: number | null): void;
 }
+
+/** Flushes failed in a row before the results are given up on (about 13 s of retries). */
+const MAX_FLUSH_FAILURES = 8;
 
 const MAX_BATCH = 1000;
 /**
@@ -288,8 +292,8 @@ export class Completer implements Settler, ClaimCarrier {
         // Put them back in front and retry after a pause; nothing is dropped.
         const err = completed.status === 'rejected' ? completed.reason : (failed as PromiseRejectedResult).reason;
         this.failuresInARow++;
-        this.events.error(err);
-        if (this.failuresInARow > 8) {
+        if (this.failuresInARow > MAX_FLUSH_FAILURES) {
+          this.events.error(err, null);
           this.events.lost([...this.completions, ...this.failures].map((r) => r.id));
           this.completions = [];
           // The jobs started in slots in hand lose them (aborted, failed as SlotLost).
@@ -299,7 +303,9 @@ export class Completer implements Settler, ClaimCarrier {
           this.reports = [];
           break;
         }
-        await new Promise((r) => setTimeout(r, Math.min(5000, 50 * 2 ** this.failuresInARow)));
+        const retryInMs = Math.min(5000, 50 * 2 ** this.failuresInARow);
+        this.events.error(err, retryInMs);
+        await new Promise((r) => setTimeout(r, retryInMs));
       }
       this.events.flushed();
     }

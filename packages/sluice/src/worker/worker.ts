@@ -126,7 +126,10 @@ export class Worker {
         flushed: () => {
           if (!notify) this.claimLoop.wake();
         },
-        error: (err) => logger.warn({ queue, err: (err as Error).message }, 'sluice: writing job results failed; retrying'),
+        error: (err, retryInMs) =>
+          retryInMs === null
+            ? logger.error({ queue, err: (err as Error).message }, 'sluice: writing job results failed; giving up')
+            : logger.warn({ queue, err: (err as Error).message, retryInMs }, 'sluice: writing job results failed; retrying'),
       },
       ledger,
     );
