@@ -734,6 +734,18 @@ BEGIN
   lim := least(lim, greatest(coalesce(v_room, lim), 0));
 END $function$
 ;
+CREATE OR REPLACE FUNCTION sluice.claimed_json(c sluice.job, p_now timestamp with time zone)
+ RETURNS json
+ LANGUAGE sql
+AS $function$
+  SELECT json_build_array(
+    c.id::text, c.queue, c.state, c.data, c.key, c.singleton_key, c.priority, c.run_at,
+    c.attempts, c.max_attempts, c.lease_token, c.lease_expires_at, c.worker_id, c.result, c.errors,
+    c.created_at, c.started_at, c.finished_at, c.slot, c.cost, c.timeout_ms, c.cancel_requested_at,
+    c.waiting_parents, c.on_parent_failure, c.trace_context, c.start_reserved,
+    CASE WHEN p_now IS NULL THEN (extract(epoch FROM c.started_at - clock_timestamp()) * 1000)::float8 ELSE 0 END)
+$function$
+;
 CREATE OR REPLACE FUNCTION sluice.commit_as(p_queues text[], p_own boolean)
  RETURNS boolean
  LANGUAGE plpgsql
@@ -842,21 +854,10 @@ BEGIN
   END IF;
 
   -- The completed and moved ids ride on the first row only: the client parses them once.
-  -- Each job as a `json` array of the columns a worker reads, in the order of
-  -- CLAIMED_COLUMNS (src/queue/rows.ts): without the names, a row is under half the text
-  -- of a keyed object, and faster to build and to parse. The id as text (a bigint past
-  -- 2^53 would lose digits as a JSON number); `json`, not `jsonb`: written out as text, no
-  -- binary value built that the client never sees.
   RETURN QUERY
   SELECT CASE WHEN row_number() OVER () = 1 THEN v_done END,
          CASE WHEN row_number() OVER () = 1 THEN v_moved END,
-         json_build_array(
-           c.id::text, c.queue, c.state, c.data, c.key, c.singleton_key, c.priority, c.run_at,
-           c.attempts, c.max_attempts, c.lease_token, c.lease_expires_at, c.worker_id, c.result, c.errors,
-           c.created_at, c.started_at, c.finished_at, c.slot, c.cost, c.timeout_ms, c.cancel_requested_at,
-           c.waiting_parents, c.on_parent_failure, c.trace_context, c.start_reserved,
-           -- A start admitted ahead begins no sooner (queries/worker.sql, JobClaim).
-           CASE WHEN p_now IS NULL THEN (extract(epoch FROM c.started_at - clock_timestamp()) * 1000)::float8 ELSE 0 END)
+         "sluice".claimed_json(c, p_now)
   FROM "sluice".claim(p_queue, p_limit, p_worker_id, p_now, p_ahead, v_in_hand) c;
   GET DIAGNOSTICS v_claimed = ROW_COUNT;
   IF v_claimed = 0 THEN

@@ -32,6 +32,15 @@ test('a hand-over takes a slot in hand and watches the earliest lease of the slo
   assert.equal(deadline, 3_000);
   assert.equal(ledger.slotsInHand, 1);
   assert.equal(ledger.movesWaiting, 1);
+  // The earliest slot's statement took it: the next hand-over watches the one left.
+  ledger.hold('3', 4_000);
+  ledger.release('2');
+  assert.equal(ledger.handOver({ id: '11', token: 't11' }).deadline, 4_000);
+  ledger.hold('4', 2_000);
+  assert.equal(ledger.handOver({ id: '12', token: 't12' }).deadline, 2_000, 'a slot held since with an earlier lease');
+  ledger.giveUp();
+  ledger.hold('5', 9_000);
+  assert.equal(ledger.handOver({ id: '13', token: 't13' }).deadline, 9_000, 'nothing left from before giving up');
 });
 
 test('a move taken by a statement is moving: kept when written with it, lost when refused', async () => {

@@ -12,11 +12,19 @@ import { ClaimLoop } from '../src/worker/claim-loop.js';
 import { Completer, StartReports, type Batch, type ClaimCarrier, type Completion, type Failure } from '../src/worker/completer.js';
 import { Executor, type Handler, type JobRunner } from '../src/worker/executor.js';
 import { SlotLedger } from '../src/worker/slot-ledger.js';
+import { CarryChooser, type CarryMode } from '../src/worker/carry-chooser.js';
 import { makeSluice, uniqueQueue } from './helpers.js';
 
 type Parts = { claimLoop: ClaimLoop; executor: Executor; completer: Completer; ended: number };
 
-function parts(sluice: Awaited<ReturnType<typeof makeSluice>>, queue: string, concurrency: number, handler: Handler): Parts {
+/** The parts of a worker whose claims carry its completions, or (`beside`) never do. */
+function parts(
+  sluice: Awaited<ReturnType<typeof makeSluice>>,
+  queue: string,
+  concurrency: number,
+  handler: Handler,
+  first: CarryMode = 'carried',
+): Parts {
   const db = new Db(sluice.pool, 'sluice');
   const metrics = new Metrics(db);
   const out = { ended: 0 } as Parts;
@@ -56,6 +64,8 @@ function parts(sluice: Awaited<ReturnType<typeof makeSluice>>, queue: string, co
     pollIntervalMs: 60_000,
     executor: out.executor,
     completer: out.completer,
+    // One mode for the whole test: a window that never ends.
+    carry: new CarryChooser({ first, windowMs: Infinity }),
   });
   return out;
 }
@@ -262,52 +272,61 @@ test('the executor alone: a job claimed ahead starts in a slot in hand, and is a
   assert.equal(settler.completed.length, 1, 'its own result is not settled: it ran outside the cap');
 });
 
-test("the claim loop alone: it claims for the runner's free slots, hands it the rows, and carries what the completer holds", async () => {
-  const sluice = await makeSluice();
-  const q = uniqueQueue();
-  await sluice.queues.put(q, {});
-  await sluice.sendMany(
-    q,
-    [1, 2, 3, 4].map((data) => ({ data })),
-  );
-  const accepted: any[] = [];
-  const runner: JobRunner = {
-    free: 3,
-    bufferedCount: 0,
-    handlerMs: Number.NaN,
-    accept: (rows) => void accepted.push(...rows),
-    takePromotions: () => [],
-    promoted: () => 0,
-    runOnce: () => 0,
-  };
-  const carried: Batch[] = [];
-  const carrier: ClaimCarrier = {
-    takeBatch: () => ({ completions: [], moves: [] }),
-    written: (batch) => void carried.push(batch),
-    putBack: () => assert.fail('no claim fails here'),
-    takeReports: () => new StartReports([]),
-    putBackReports: () => undefined,
-    flushSoon: () => undefined,
-  };
-  const claimLoop = new ClaimLoop({
-    db: new Db(sluice.pool, 'sluice'),
-    listener: null,
-    logger: sluice.logger,
-    now: () => null,
-    notify: false,
-    queue: q,
-    workerId: 'alone',
-    concurrency: 3,
-    prefetch: 0,
-    pollIntervalMs: 60_000,
-    executor: runner,
-    completer: carrier,
+for (const mode of ['carried', 'beside'] as const)
+  test(`the claim loop alone: it claims for the runner's free slots, hands it the rows, and the completions go ${mode}`, async () => {
+    const sluice = await makeSluice();
+    const q = uniqueQueue();
+    await sluice.queues.put(q, {});
+    await sluice.sendMany(
+      q,
+      [1, 2, 3, 4].map((data) => ({ data })),
+    );
+    const accepted: any[] = [];
+    const runner: JobRunner = {
+      free: 3,
+      bufferedCount: 0,
+      handlerMs: Number.NaN,
+      accept: (rows) => void accepted.push(...rows),
+      takePromotions: () => [],
+      promoted: () => 0,
+      runOnce: () => 0,
+    };
+    const carried: Batch[] = [];
+    const asked = { takeBatch: 0, flushSoon: 0 };
+    const carrier: ClaimCarrier = {
+      takeBatch: () => {
+        asked.takeBatch++;
+        return { completions: [], moves: [] };
+      },
+      written: (batch) => void carried.push(batch),
+      putBack: () => assert.fail('no claim fails here'),
+      takeReports: () => new StartReports([]),
+      putBackReports: () => undefined,
+      flushSoon: () => void asked.flushSoon++,
+    };
+    const claimLoop = new ClaimLoop({
+      db: new Db(sluice.pool, 'sluice'),
+      listener: null,
+      logger: sluice.logger,
+      now: () => null,
+      notify: false,
+      queue: q,
+      workerId: 'alone',
+      concurrency: 3,
+      prefetch: 0,
+      pollIntervalMs: 60_000,
+      executor: runner,
+      completer: carrier,
+      carry: new CarryChooser({ first: mode, windowMs: Infinity }),
+    });
+    const claimed = claimLoop.runOnce();
+    // Asked as the claim goes: the claim takes them, or the completer writes them beside it.
+    assert.deepEqual(asked, mode === 'carried' ? { takeBatch: 1, flushSoon: 0 } : { takeBatch: 0, flushSoon: 1 });
+    assert.equal(await claimed, 3);
+    assert.deepEqual(
+      accepted.map((r) => r.data),
+      [1, 2, 3],
+    );
+    assert.deepEqual(await states(sluice, q), ['active', 'active', 'active', 'pending']);
+    assert.deepEqual(carried, [], 'nothing to carry, no fused statement');
   });
-  assert.equal(await claimLoop.runOnce(), 3);
-  assert.deepEqual(
-    accepted.map((r) => r.data),
-    [1, 2, 3],
-  );
-  assert.deepEqual(await states(sluice, q), ['active', 'active', 'active', 'pending']);
-  assert.deepEqual(carried, [], 'nothing to carry, no fused statement');
-});

@@ -10,6 +10,7 @@
 --                      move_ids, move_tokens) → (completed ids, moved ids, claimed jobs)
 --   complete_and_move(ids, tokens, results, now, notify, queue, move_ids, move_tokens)
 --     → (completed ids, moved ids): the same without a claim
+--   claimed_json(job row, now) → a claimed job as the worker reads it
 --
 -- Guarantees:
 -- - Atomic: jobs are picked FOR UPDATE SKIP LOCKED from the ready index (priority, then
@@ -565,6 +566,24 @@ BEGIN
   RETURN QUERY SELECT * FROM :SCHEMA.claim(p_queue, p_limit, p_worker_id, p_now, p_ahead);
 END $$;
 
+-- A claimed job as the worker reads it: a `json` array of its columns in the order of
+-- CLAIMED_COLUMNS (src/queue/rows.ts). Without the names, a row is under half the text of a
+-- keyed object, and faster to build and to parse. The id as text (a bigint past 2^53 would
+-- lose digits as a JSON number); `json`, not `jsonb`: written out as text, no binary value
+-- built that the client never sees. The last element, `start_in_ms`: a start admitted
+-- ahead (starts_ahead, rate.sql) begins no sooner than this long after the answer arrives
+-- (counted from the database's clock as the rows are sent, so the answer's way back only
+-- adds to it); 0 under an injected clock. One SELECT of an expression, not STABLE: the
+-- planner inlines it into the statement that claims.
+CREATE OR REPLACE FUNCTION :SCHEMA.claimed_json(c :SCHEMA.job, p_now timestamptz) RETURNS json LANGUAGE sql AS $$
+  SELECT json_build_array(
+    c.id::text, c.queue, c.state, c.data, c.key, c.singleton_key, c.priority, c.run_at,
+    c.attempts, c.max_attempts, c.lease_token, c.lease_expires_at, c.worker_id, c.result, c.errors,
+    c.created_at, c.started_at, c.finished_at, c.slot, c.cost, c.timeout_ms, c.cancel_requested_at,
+    c.waiting_parents, c.on_parent_failure, c.trace_context, c.start_reserved,
+    CASE WHEN p_now IS NULL THEN (extract(epoch FROM c.started_at - clock_timestamp()) * 1000)::float8 ELSE 0 END)
+$$;
+
 -- Completions without a claim (a pull worker's, or a worker's with nothing to claim for):
 -- fenced by their lease tokens; slots are freed by the trigger (slots.sql), and capped
 -- queues get one wake-up per batch, so claimers waiting on the cap try again.
@@ -697,21 +716,10 @@ BEGIN
   END IF;
 
   -- The completed and moved ids ride on the first row only: the client parses them once.
-  -- Each job as a `json` array of the columns a worker reads, in the order of
-  -- CLAIMED_COLUMNS (src/queue/rows.ts): without the names, a row is under half the text
-  -- of a keyed object, and faster to build and to parse. The id as text (a bigint past
-  -- 2^53 would lose digits as a JSON number); `json`, not `jsonb`: written out as text, no
-  -- binary value built that the client never sees.
   RETURN QUERY
   SELECT CASE WHEN row_number() OVER () = 1 THEN v_done END,
          CASE WHEN row_number() OVER () = 1 THEN v_moved END,
-         json_build_array(
-           c.id::text, c.queue, c.state, c.data, c.key, c.singleton_key, c.priority, c.run_at,
-           c.attempts, c.max_attempts, c.lease_token, c.lease_expires_at, c.worker_id, c.result, c.errors,
-           c.created_at, c.started_at, c.finished_at, c.slot, c.cost, c.timeout_ms, c.cancel_requested_at,
-           c.waiting_parents, c.on_parent_failure, c.trace_context, c.start_reserved,
-           -- A start admitted ahead begins no sooner (queries/worker.sql, JobClaim).
-           CASE WHEN p_now IS NULL THEN (extract(epoch FROM c.started_at - clock_timestamp()) * 1000)::float8 ELSE 0 END)
+         :SCHEMA.claimed_json(c, p_now)
   FROM :SCHEMA.claim(p_queue, p_limit, p_worker_id, p_now, p_ahead, v_in_hand) c;
   GET DIAGNOSTICS v_claimed = ROW_COUNT;
   IF v_claimed = 0 THEN

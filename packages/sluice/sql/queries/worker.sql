@@ -13,10 +13,8 @@
 -- @reportIds, @reportTokens, @reportAgesMs: the worker's report of when its handlers began
 -- (report_starts, sql/functions/rate.sql), written first; NULL for a pull worker, whose
 -- starts are recorded as it claims.
--- `start_in_ms`: a start admitted ahead (starts_ahead, sql/functions/rate.sql) begins no sooner
--- than this long after the answer arrives (counted from the database's clock as the rows are
--- sent, so the answer's way back only adds to it).
-SELECT c.*, CASE WHEN r.now IS NULL THEN (extract(epoch FROM c.started_at - clock_timestamp()) * 1000)::float8 ELSE 0 END AS start_in_ms
+-- Each job as a `json` array (claimed_json, sql/functions/claim.sql).
+SELECT :SCHEMA.claimed_json(c, r.now) AS job
 FROM :SCHEMA.report_starts(@reportIds::bigint[], @reportTokens::uuid[], @reportAgesMs::integer[], @now::timestamptz, true) r(now),
 LATERAL :SCHEMA.lone_claim(p_queue => @queue, p_limit => @limit, p_worker_id => @workerId, p_now => r.now, p_ahead => @ahead) c;
 

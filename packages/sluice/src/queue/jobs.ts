@@ -26,7 +26,7 @@ import type {
   SendResult,
 } from '../types.js';
 import { appendLog, logLines, progressJson, readLogs, writeProgress } from './notes.js';
-import { toJob, toParent, toQueue, toStats } from './rows.js';
+import { claimedRow, toJob, toParent, toQueue, toStats } from './rows.js';
 import {
   serializePayload,
   type CheckedSendOptions,
@@ -340,7 +340,10 @@ export class Jobs {
       throw err;
     }
     endReceive(span, rows.length);
-    const jobs: ClaimedJob<T>[] = rows.map((r) => ({ ...toJob<T>(r), leaseToken: r.lease_token as string }));
+    const jobs: ClaimedJob<T>[] = rows.map((r) => {
+      const row = claimedRow(r.job);
+      return { ...toJob<T>(row), leaseToken: row.lease_token as string };
+    });
     await this.withParents(jobs);
     return jobs;
   }

@@ -10,9 +10,10 @@
  * free up, so the next claim's round trip overlaps the jobs in hand. Jobs are claimed
  * ahead only while they finish faster than a claim round trip (estimated from recent
  * handler and claim times): slow jobs are never hoarded. One claim is in flight at a
- * time, and it carries the completions buffered since the last one, the moves of jobs
- * started in slots in hand, and the promotions of jobs waiting for a slot (executor.ts),
- * all written in the claim's transaction.
+ * time. It carries the promotions of jobs waiting for a slot (executor.ts), and either
+ * the completions buffered since the last claim with the moves of jobs started in slots in
+ * hand, all written in the claim's transaction, or none of them, the completer writing
+ * them beside it: whichever this worker measures to be faster (carry-chooser.ts).
  *
  * A claim that fails (connection lost, statement timeout) claims nothing — fail closed —
  * and is retried after a backoff; the completions it carried are written on their own.
@@ -22,6 +23,7 @@ import type { Listener } from '../db/listener.js';
 import { claimedRow } from '../queue/rows.js';
 import type { Job, Logger } from '../types.js';
 import { completionColumns, idSet, type Batch, type ClaimCarrier, type StartReports } from './completer.js';
+import { CarryChooser } from './carry-chooser.js';
 import type { Claimed, JobRunner } from './executor.js';
 import { activeIn, endReceive, endSpan, startReceive, startSettle } from '../tracing.js';
 
@@ -38,6 +40,8 @@ export interface ClaimLoopDeps {
   pollIntervalMs: number;
   executor: JobRunner;
   completer: ClaimCarrier;
+  /** Whether claims carry the completions (carry-chooser.ts); a measuring one by default. */
+  carry?: CarryChooser;
 }
 
 /** Weight of the newest sample in the running average of claim times. */
@@ -73,8 +77,11 @@ export class ClaimLoop {
   private claimsOnAllowed = 0;
   /** Claims completed (whatever they returned). */
   claims = 0;
+  private readonly carry: CarryChooser;
 
-  constructor(private readonly deps: ClaimLoopDeps) {}
+  constructor(private readonly deps: ClaimLoopDeps) {
+    this.carry = deps.carry ?? new CarryChooser();
+  }
 
   /** True while waiting for a wake-up: the last claim found nothing claimable. */
   get isIdle(): boolean {
@@ -109,6 +116,7 @@ export class ClaimLoop {
 
   /** A job ended: its slot may be claimed for, after the tick (see `afterTick`). */
   jobEnded(): void {
+    this.carry.ended();
     this.aheadPaused = false;
     this.afterTick();
   }
@@ -227,7 +235,12 @@ export class ClaimLoop {
 
   private launch(forSlots: number, ahead: number, promotions: Claimed[]): Promise<number> {
     this.claimAgain = false;
-    const claiming = this.claim(forSlots, ahead, this.deps.completer.takeBatch(), promotions).finally(() => {
+    const { completer } = this.deps;
+    const carries = this.carry.carries();
+    // Not carried: the completer writes them beside this claim, now.
+    if (!carries) completer.flushSoon();
+    const batch = carries ? completer.takeBatch() : { completions: [], moves: [] };
+    const claiming = this.claim(forSlots, ahead, batch, promotions).finally(() => {
       this.claiming = null;
       if (this.claimAgain) {
         this.claimAgain = false;
@@ -298,16 +311,22 @@ export class ClaimLoop {
   private claimStatement(forSlots: number, ahead: number, batch: Batch, promotions: Claimed[], reports: StartReports): Promise<any[]> {
     return batch.completions.length > 0 || batch.moves.length > 0 || promotions.length > 0
       ? this.completeAndClaim(forSlots, ahead, batch, promotions, reports)
-      : this.deps.db.run('JobClaim', {
-          queue: this.deps.queue,
-          limit: forSlots,
-          workerId: this.deps.workerId,
-          now: this.deps.now(),
-          ahead,
-          reportIds: reports.ids,
-          reportTokens: reports.tokens,
-          reportAgesMs: reports.agesMs,
-        });
+      : this.claimAlone(forSlots, ahead, reports);
+  }
+
+  /** A claim that carries nothing but the start reports. */
+  private async claimAlone(forSlots: number, ahead: number, reports: StartReports): Promise<any[]> {
+    const rows = await this.deps.db.run('JobClaim', {
+      queue: this.deps.queue,
+      limit: forSlots,
+      workerId: this.deps.workerId,
+      now: this.deps.now(),
+      ahead,
+      reportIds: reports.ids,
+      reportTokens: reports.tokens,
+      reportAgesMs: reports.agesMs,
+    });
+    return rows.map((r) => claimedRow(r.job));
   }
 
   /**

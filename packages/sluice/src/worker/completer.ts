@@ -2,8 +2,9 @@
  * The completer: one fenced operation, "settle these jobs if their leases still hold",
  * batched. Results that arrive while a flush is in flight wait for the next one, so a
  * busy worker writes many results per round trip. Completions wait for the worker to
- * decide (`flushSoon`): a worker about to claim takes them (`takeBatch`) and writes them
- * in the same transaction as its claim; failures are always written on their own. It
+ * decide: a worker about to claim takes them (`takeBatch`) and writes them in the same
+ * transaction as its claim, or has them written beside it (`flushSoon`), whichever it
+ * measures to be faster (carry-chooser.ts); failures are always written on their own. It
  * calls nothing above it: what it wrote reaches others as events and through the slot
  * ledger.
  * A completion of a job that held a cap slot leaves that slot in hand until it is written

@@ -52,6 +52,11 @@ interface Pending {
 export class SlotLedger {
   /** Slots in hand: buffered completions of jobs that held a slot, by job id, with their lease deadlines. */
   private readonly inHand = new Map<string, number>();
+  /**
+   * The earliest of their deadlines; NaN once a slot at it was released, found again when
+   * asked (a hand-over per job must not scan a thousand slots in hand).
+   */
+  private earliest = Infinity;
   /** Hand-overs whose moves no statement carries yet, in the order they were made. */
   private handedOver: Pending[] = [];
   /** Hand-overs whose moves a statement in flight carries, by job id. */
@@ -65,10 +70,12 @@ export class SlotLedger {
   /** A completion of a job that held a slot is buffered: its slot is in hand until a statement takes it. */
   hold(jobId: string, deadline: number): void {
     this.inHand.set(jobId, deadline);
+    if (deadline < this.earliest) this.earliest = deadline;
   }
 
   /** A statement took this completion: its slot is no longer in hand (back with `hold` if the statement fails). */
   release(jobId: string): void {
+    if (this.inHand.get(jobId) === this.earliest) this.earliest = Number.NaN;
     this.inHand.delete(jobId);
   }
 
@@ -78,9 +85,11 @@ export class SlotLedger {
     let settle!: (moved: boolean) => void;
     const moved = new Promise<boolean>((resolve) => (settle = resolve));
     this.handedOver.push({ move, settle });
-    let deadline = Infinity;
-    for (const d of this.inHand.values()) if (d < deadline) deadline = d;
-    return { deadline, moved };
+    if (Number.isNaN(this.earliest)) {
+      this.earliest = Infinity;
+      for (const d of this.inHand.values()) if (d < this.earliest) this.earliest = d;
+    }
+    return { deadline: this.earliest, moved };
   }
 
   /** Moves waiting for a statement. */
@@ -127,6 +136,7 @@ export class SlotLedger {
   /** Nothing more will be written (the completer gave up): every slot in hand is dropped, every waiting move lost. */
   giveUp(): void {
     this.inHand.clear();
+    this.earliest = Infinity;
     const lost = this.handedOver;
     this.handedOver = [];
     for (const p of lost) p.settle(false);

@@ -6,7 +6,8 @@
  * - the executor (executor.ts) runs claimed jobs in local slots, promotes jobs claimed
  *   ahead, and starts them in slots in hand;
  * - the completer (completer.ts) writes results in batches, fenced by each claim's lease
- *   token, most of them in the claim loop's next statement.
+ *   token, on its own statements beside the claims or in the claim loop's next statement,
+ *   whichever the worker measures to be faster (carry-chooser.ts).
  *
  * Calls run one way, claim loop → executor → completer. The slots this worker holds of
  * a capped queue's cap, in hand and moving, are the slot ledger's (slot-ledger.ts): the
